@@ -1,0 +1,69 @@
+"""The learner's environment: one seed helper, the device choice (with its reason) and a version report."""
+from __future__ import annotations
+
+import os
+import platform
+import random
+import sys
+
+import torch
+
+__all__ = ["seed_everything", "pick_device", "device_reason", "environment_report"]
+
+
+def seed_everything(seed: int = 0) -> None:
+    """Seed Python, NumPy (if present) and torch (CPU and every GPU) so reruns give the same numbers."""
+    random.seed(seed)
+    os.environ["PYTHONHASHSEED"] = str(seed)
+    try:
+        import numpy as np
+
+        np.random.seed(seed)
+    except ImportError:  # pragma: no cover - numpy is pinned
+        pass
+    torch.manual_seed(seed)  # also seeds every CUDA device
+
+
+def device_reason() -> tuple[str, str]:
+    """(device name, why) following cuda > mps > cpu; COURSE_DEVICE=cpu|cuda|mps overrides the choice."""
+    forced = os.environ.get("COURSE_DEVICE", "").strip().lower()
+    if forced:
+        if forced not in ("cpu", "cuda", "mps"):
+            raise ValueError(f"COURSE_DEVICE must be cpu, cuda or mps, got {forced!r}")
+        return forced, f"COURSE_DEVICE={forced} is set in the environment"
+    if torch.cuda.is_available():
+        return "cuda", f"a CUDA GPU is available ({torch.cuda.get_device_name(0)})"
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        return "mps", "no CUDA GPU, but Apple's Metal (MPS) backend is available"
+    return "cpu", "no CUDA GPU and no Apple MPS backend were found, so the CPU is used"
+
+
+def pick_device() -> torch.device:
+    """cuda if there is a CUDA GPU, else mps on Apple silicon, else cpu."""
+    return torch.device(device_reason()[0])
+
+
+def environment_report() -> dict:
+    """Versions and the picked device, as a dict (the welcome chapter prints it)."""
+    import matplotlib
+    import numpy
+
+    try:
+        import ipywidgets
+
+        widgets = ipywidgets.__version__
+    except ImportError:  # pragma: no cover
+        widgets = "not installed"
+    name, why = device_reason()
+    return {
+        "python": platform.python_version(),
+        "platform": f"{platform.system()} {platform.machine()}",
+        "torch": torch.__version__,
+        "numpy": numpy.__version__,
+        "matplotlib": matplotlib.__version__,
+        "ipywidgets": widgets,
+        "executable": sys.executable,
+        "device": name,
+        "why": why,
+    }

@@ -1,0 +1,129 @@
+"""Interactive explorers that still say something when the notebook is only read, not run.
+
+The trick: the figure for the starting values is an ordinary output (an image, which a static
+rendering on GitHub, nbviewer or a PDF shows), and the controls sit below it. Moving a control
+redraws that *same* output in place through a display handle, so a live JupyterLab session gets an
+interactive plot and a static copy still gets a picture and a readout.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import torch
+
+__all__ = ["live_figure", "widget_bundle", "layer_norm_explorer"]
+
+
+def widget_bundle(widget, fallback: str) -> dict:
+    """A display bundle for a widget whose plain-text fallback is `fallback` instead of the widget's repr."""
+    return {
+        "application/vnd.jupyter.widget-view+json": {"version_major": 2, "version_minor": 0, "model_id": widget.model_id},
+        "text/plain": fallback,
+    }
+
+
+def live_figure(draw: Callable, controls: dict, describe: Callable | None = None, layout=None):
+    """Show draw(**values) now, and redraw it whenever one of the `controls` (ipywidgets) changes.
+
+    draw(**values) returns a matplotlib Figure; describe(**values), if given, returns a Markdown
+    readout shown under the figure and updated with it. Returns the controls' container widget.
+    """
+    import matplotlib.pyplot as plt
+    import ipywidgets as w
+    from IPython.display import Markdown, display
+
+    def values():
+        return {name: c.value for name, c in controls.items()}
+
+    fig = draw(**values())
+    fig_handle = display(fig, display_id=True)
+    plt.close(fig)
+    text_handle = display(Markdown(describe(**values())), display_id=True) if describe else None
+
+    def redraw(_change=None):
+        new = draw(**values())
+        fig_handle.update(new)
+        plt.close(new)
+        if text_handle is not None:
+            text_handle.update(Markdown(describe(**values())))
+
+    for c in controls.values():
+        c.observe(redraw, names="value")
+    box = w.HBox(list(controls.values()), layout=layout or w.Layout(flex_flow="row wrap"))
+    names = ", ".join(controls)
+    display(widget_bundle(box, f"[Controls: {names}. Run this cell in JupyterLab to move them; the figure above redraws.]"), raw=True)
+    return box
+
+
+# ----------------------------------------------------------------------------------------------------
+# the LayerNorm explorer (chapter 01)
+# ----------------------------------------------------------------------------------------------------
+def _ln_parts(values, gamma, beta, eps):
+    x = torch.tensor(values, dtype=torch.float64)
+    mean = x.mean()
+    var = ((x - mean) ** 2).mean()
+    xhat = (x - mean) / torch.sqrt(var + eps)
+    return x, mean.item(), var.item(), xhat, gamma * xhat + beta
+
+
+def draw_layer_norm(values, gamma=1.0, beta=0.0, eps=1e-5):
+    """Two bar charts: the input with its mean and ±1 std band, and LayerNorm's output."""
+    import matplotlib.pyplot as plt
+
+    x, mean, var, xhat, y = _ln_parts(values, gamma, beta, eps)
+    std = math.sqrt(var)
+    labels = [f"x{i + 1}" for i in range(len(values))]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.4))
+    a.bar(labels, x.tolist(), color="#0072B2", zorder=2)
+    a.axhline(mean, color="#D55E00", lw=2, zorder=3, label=f"mean μ = {mean:.3f}")
+    a.axhspan(mean - std, mean + std, color="#D55E00", alpha=0.2, zorder=1, label=f"μ ± σ (σ = {std:.3f})")
+    a.set_title("input x")
+    a.set_ylabel("value")
+    a.legend(loc="best", fontsize=8)
+    b.bar(labels, y.tolist(), color="#009E73", zorder=2)
+    b.axhline(beta, color="#D55E00", lw=2, label=f"β = {beta:.2f} (new mean)")
+    b.set_title(f"LayerNorm(x) · γ + β   (γ = {gamma:.2f}, ε = {eps:.0e})")
+    b.set_ylabel("value")
+    b.legend(loc="best", fontsize=8)
+    for ax in (a, b):
+        ax.axhline(0, color="black", lw=0.6)
+        ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def describe_layer_norm(values, gamma=1.0, beta=0.0, eps=1e-5) -> str:
+    x, mean, var, xhat, y = _ln_parts(values, gamma, beta, eps)
+    out_mean = y.mean().item()
+    out_std = ((y - y.mean()) ** 2).mean().sqrt().item()
+    xs = ", ".join(f"{v:g}" for v in values)
+    return (
+        f"x = [{xs}] → μ = {mean:.3f}, σ² = {var:.3f}; "
+        f"output = [{', '.join(f'{v:.3f}' for v in y.tolist())}], "
+        f"output mean = {out_mean + 0.0:.3f}, output std = {out_std:.3f}"
+    )
+
+
+def layer_norm_explorer(values=(4.0, 6.0, 2.0, 8.0), gamma=1.0, beta=0.0, eps=1e-5):
+    """Sliders for four values, γ, β and ε; bar charts of the input and of LayerNorm's output."""
+    import ipywidgets as w
+
+    style = {"description_width": "initial"}
+    controls = {
+        f"x{i + 1}": w.FloatSlider(value=v, min=-10, max=10, step=0.5, description=f"x{i + 1}", style=style)
+        for i, v in enumerate(values)
+    }
+    controls["gamma"] = w.FloatSlider(value=gamma, min=-3, max=3, step=0.1, description="γ (gamma)", style=style)
+    controls["beta"] = w.FloatSlider(value=beta, min=-5, max=5, step=0.1, description="β (beta)", style=style)
+    controls["eps"] = w.FloatLogSlider(value=eps, base=10, min=-8, max=2, step=0.5, description="ε (eps)", style=style)
+    n = len(values)
+
+    def unpack(**kw):
+        return [kw[f"x{i + 1}"] for i in range(n)], kw["gamma"], kw["beta"], kw["eps"]
+
+    return live_figure(
+        lambda **kw: draw_layer_norm(*unpack(**kw)),
+        controls,
+        describe=lambda **kw: describe_layer_norm(*unpack(**kw)),
+    )

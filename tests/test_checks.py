@@ -1,0 +1,133 @@
+"""The learner checks accept the right implementation and reject realistic wrong ones, naming the mistake."""
+import torch
+
+from course_utils import checks, norms
+
+
+def reference(x, gamma=None, beta=None, eps=1e-5):
+    mean = x.mean(dim=-1, keepdim=True)
+    var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)
+    y = (x - mean) / torch.sqrt(var + eps)
+    if gamma is not None:
+        y = y * gamma
+    if beta is not None:
+        y = y + beta
+    return y
+
+
+def unbiased_variance(x, gamma=None, beta=None, eps=1e-5):
+    y = (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True) + eps)
+    return y if gamma is None else y * gamma + beta
+
+
+def wrong_axis(x, gamma=None, beta=None, eps=1e-5):
+    y = (x - x.mean(0, keepdim=True)) / torch.sqrt(x.var(0, unbiased=False, keepdim=True) + eps)
+    return y if gamma is None else y * gamma + beta
+
+
+def eps_outside_sqrt(x, gamma=None, beta=None, eps=1e-5):
+    y = (x - x.mean(-1, keepdim=True)) / (x.std(-1, unbiased=False, keepdim=True) + eps)
+    return y if gamma is None else y * gamma + beta
+
+
+def no_eps(x, gamma=None, beta=None, eps=1e-5):
+    return reference(x, gamma, beta, eps=0.0)
+
+
+def ignores_gamma_beta(x, gamma=None, beta=None, eps=1e-5):
+    return reference(x, None, None, eps)
+
+
+def in_place(x, gamma=None, beta=None, eps=1e-5):
+    x.sub_(x.mean(-1, keepdim=True))
+    return x / torch.sqrt((x**2).mean(-1, keepdim=True) + eps) * (1 if gamma is None else gamma) + (0 if beta is None else beta)
+
+
+def returns_numpy(x, gamma=None, beta=None, eps=1e-5):
+    return reference(x, gamma, beta, eps).numpy()
+
+
+def not_implemented(x, gamma=None, beta=None, eps=1e-5):
+    raise NotImplementedError()
+
+
+def crashes(x, gamma=None, beta=None, eps=1e-5):
+    return x.mean(dim=3)
+
+
+def test_reference_and_variants_pass(capsys):
+    for fn in (reference, norms.layer_norm, returns_numpy):
+        report = checks.check_layer_norm(fn)
+        assert report.passed, report.text()
+    assert capsys.readouterr().out.count("✅") == 3
+
+
+def test_named_mistakes_are_rejected_with_their_hint():
+    expected = {
+        unbiased_variance: "unbiased",
+        wrong_axis: "wrong axis",
+        eps_outside_sqrt: "outside",
+        ignores_gamma_beta: "without gamma and beta",
+        no_eps: "eps",
+    }
+    for fn, words in expected.items():
+        report = checks.LAYER_NORM_CHECK.evaluate(fn)
+        assert report.status == "failed", fn.__name__
+        assert words in report.hint, (fn.__name__, report.hint)
+        assert "❌" in report.text() and "tolerance" in report.text()
+
+
+def test_in_place_modification_is_caught():
+    report = checks.LAYER_NORM_CHECK.evaluate(in_place)
+    assert report.status == "failed" and "in place" in report.text()
+
+
+def test_not_implemented_is_one_friendly_line():
+    report = checks.LAYER_NORM_CHECK.evaluate(not_implemented)
+    assert report.status == "not-implemented"
+    assert report.text().count("\n") == 0 and "not implemented yet" in report.text()
+    assert "Traceback" not in report.text()
+
+
+def test_other_exceptions_are_reported_without_a_traceback():
+    report = checks.LAYER_NORM_CHECK.evaluate(crashes)
+    assert report.status == "error" and "IndexError" in report.text() and "Traceback" not in report.text()
+
+
+def test_check_cases_cover_the_required_kinds():
+    names = " ".join(c.name for c in checks.LAYER_NORM_CHECK.cases())
+    for kind in ("batch of rows", "constant row", "large values", "random"):
+        assert kind in names
+
+
+def test_cases_depend_on_the_seed():
+    a = checks.LAYER_NORM_CHECK.cases(seed=0)[1].args[0]
+    b = checks.LAYER_NORM_CHECK.cases(seed=1)[1].args[0]
+    assert not torch.equal(a, b)
+
+
+def test_seed_statistics_check():
+    assert checks.SEED_STATISTICS_CHECK.evaluate(lambda: (5.0, 5.0, 5**0.5)).passed
+    report = checks.SEED_STATISTICS_CHECK.evaluate(lambda: (5.0, 20 / 3, (20 / 3) ** 0.5))
+    assert not report.passed and "n - 1" in report.hint
+    assert not checks.SEED_STATISTICS_CHECK.evaluate(lambda: "five").passed
+
+
+def test_multiple_choice(capsys):
+    assert checks.check_choice("ex01.variance", lambda: "b").passed
+    assert checks.check_choice("ex01.variance", "(B)").passed
+    wrong = checks.check_choice("ex01.variance", lambda: "a")
+    assert not wrong.passed and "6.667" in wrong.hint
+    assert not checks.check_choice("ex01.variance", lambda: "z").passed
+    assert checks.check_choice("ex01.variance", not_implemented_answer).status == "not-implemented"
+    out = capsys.readouterr().out
+    assert out.count("✅") == 2 and out.count("❌") == 2 and "not implemented yet" in out
+
+
+def not_implemented_answer():
+    raise NotImplementedError()
+
+
+def test_report_does_not_display_twice():
+    report = checks.LAYER_NORM_CHECK.evaluate(reference)
+    assert report._ipython_display_() is None
