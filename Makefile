@@ -2,7 +2,8 @@
 # again only when requirements.txt or pyproject.toml changed (the stamp file records the last install).
 #   make lab        set up, then open JupyterLab at the welcome chapter
 #   make test       set up, then run every test (unit tests + strict nbval over all notebooks)
-#   make execute    re-execute notebooks in place on CPU (NB=path/to/one.ipynb for one), regenerate exercises
+#   make execute    re-execute notebooks in place on CPU, regenerate + execute their exercises
+#                   (NB="chapters/02_x.ipynb solutions/ex02_x.ipynb" for just those)
 #   make exercises  regenerate exercises/ from solutions/
 #   make bench      print the measured benchmark figures
 
@@ -11,7 +12,9 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.course-installed
 JOBS   ?= 2
-NB     ?= chapters/*.ipynb solutions/*.ipynb
+NB     ?= $(wildcard chapters/*.ipynb solutions/*.ipynb)
+SOL    := $(filter solutions/%,$(NB))
+EX     := $(patsubst solutions/%,exercises/%,$(SOL))
 
 .PHONY: setup lab test execute exercises bench clean-venv
 
@@ -33,8 +36,10 @@ test: $(STAMP)
 
 execute: $(STAMP)
 	COURSE_DEVICE=cpu $(BIN)/python -m course_utils.nbtools execute $(NB)
-	$(BIN)/python -m course_utils.exercises
-	COURSE_DEVICE=cpu $(BIN)/python -m course_utils.nbtools execute exercises/*.ipynb
+ifneq ($(SOL),)
+	$(BIN)/python -m course_utils.exercises $(SOL)
+	COURSE_DEVICE=cpu $(BIN)/python -m course_utils.nbtools execute $(EX)
+endif
 
 exercises: $(STAMP)
 	$(BIN)/python -m course_utils.exercises

@@ -28,7 +28,8 @@ from . import norms
 
 __all__ = [
     "Case", "CaseResult", "CheckReport", "FunctionCheck", "MultipleChoice",
-    "CHECKS", "QUESTIONS", "check_layer_norm", "check_seed_statistics", "check_choice",
+    "CHECKS", "QUESTIONS", "GRADED", "Graded", "exercise_registry", "find_question",
+    "check_layer_norm", "check_seed_statistics", "check_choice",
 ]
 
 
@@ -409,7 +410,7 @@ QUESTIONS = {
 
 def check_choice(question_id: str, fn) -> CheckReport:
     """Check a multiple-choice answer; fn returns the chosen letter (or is the letter itself)."""
-    q = QUESTIONS[question_id]
+    q = find_question(question_id)
     try:
         given = fn() if callable(fn) else fn
     except NotImplementedError:
@@ -427,4 +428,52 @@ def _capital(s: str) -> str:
     return s[:1].upper() + s[1:]
 
 
+# ----------------------------------------------------------------------------------------------------
+# the registry: what each exercise grades, and with how many points
+# ----------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Graded:
+    """One graded item of an exercise: the learner's function `function` is judged by check `check`
+    (a FunctionCheck name in CHECKS, or a MultipleChoice id in QUESTIONS), worth `points`."""
+
+    check: str
+    function: str
+    points: float
+
+
 CHECKS = {check.name: check for check in (LAYER_NORM_CHECK, SEED_STATISTICS_CHECK)}
+
+# Exercise NN's checks live in course_utils/checks_exNN.py (ex01's in this module). Such a module defines
+# CHECKS (name -> FunctionCheck), QUESTIONS (id -> MultipleChoice, ids prefixed "exNN.") and
+# GRADED (list of Graded); `exercise_registry("exNN_topic")` loads it.
+GRADED = {
+    "ex01_layernorm": [
+        Graded("seed_statistics", "seed_statistics", 1),
+        Graded("layer_norm", "layer_norm", 3),
+        Graded("ex01.variance", "answer_variance_pitfall", 1),
+    ],
+}
+
+
+def _exercise_module(prefix: str):
+    """The module holding exercise `prefix`'s checks ("ex01" -> this module, "ex02" -> checks_ex02)."""
+    import importlib
+    import sys
+
+    if prefix == "ex01":
+        return sys.modules[__name__]
+    return importlib.import_module(f"{__package__}.checks_{prefix}")
+
+
+def exercise_registry(exercise_id: str) -> dict:
+    """{"graded": [Graded...], "checks": {...}, "questions": {...}} for an exercise id like 'ex02_rmsnorm'."""
+    prefix = exercise_id.split("_", 1)[0]
+    module = _exercise_module(prefix)
+    graded = module.GRADED[exercise_id] if isinstance(module.GRADED, dict) else module.GRADED
+    questions = {k: v for k, v in module.QUESTIONS.items() if k.startswith(prefix + ".")}
+    return {"graded": list(graded), "checks": dict(module.CHECKS), "questions": questions}
+
+
+def find_question(question_id: str) -> MultipleChoice:
+    prefix = question_id.split(".", 1)[0]
+    return _exercise_module(prefix).QUESTIONS[question_id]

@@ -2,6 +2,7 @@
 
     python -m course_utils.exercises            # solutions/*.ipynb -> exercises/*.ipynb
     python -m course_utils.exercises --check    # exit 1 if exercises/ is out of date
+    python -m course_utils.exercises ex02_rmsnorm   # just one
 
 In solutions/, the learner's part of a code cell sits between two marker lines (the nbgrader
 convention instructors know):
@@ -102,10 +103,16 @@ def learner_view(nb):
     )
 
 
-def generate(root: Path = ROOT, check: bool = False) -> list:
-    """Write (or, with check=True, only compare) every exercise; returns the out-of-date names."""
+def generate(root: Path = ROOT, check: bool = False, only=None) -> list:
+    """Write (or, with check=True, only compare) every exercise; returns the out-of-date names.
+
+    only: an iterable of exercise ids or file names (ex02_rmsnorm or ex02_rmsnorm.ipynb) to limit the work.
+    """
     stale = []
+    wanted = None if not only else {Path(name).stem for name in only}
     for solution in sorted((root / "solutions").glob("ex*.ipynb")):
+        if wanted is not None and solution.stem not in wanted:
+            continue
         target = root / "exercises" / solution.name
         previous = nbtools.read(target) if target.exists() else None
         ex = make_exercise(solution, previous)
@@ -120,13 +127,15 @@ def generate(root: Path = ROOT, check: bool = False) -> list:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only report exercises that are out of date")
+    parser.add_argument("only", nargs="*", help="exercise ids or solution paths (default: all)")
     args = parser.parse_args(argv)
-    stale = generate(check=args.check)
+    stale = generate(check=args.check, only=args.only)
     if args.check:
         for name in stale:
             print(f"out of date: exercises/{name} (run `make exercises`)")
         return 1 if stale else 0
-    print(f"wrote {len(list((ROOT / 'solutions').glob('ex*.ipynb')))} exercise notebook(s) to exercises/")
+    count = len(args.only) if args.only else len(list((ROOT / "solutions").glob("ex*.ipynb")))
+    print(f"wrote {count} exercise notebook(s) to exercises/")
     return 0
 
 

@@ -131,3 +131,16 @@ def not_implemented_answer():
 def test_report_does_not_display_twice():
     report = checks.LAYER_NORM_CHECK.evaluate(reference)
     assert report._ipython_display_() is None
+
+
+def test_registry_of_every_exercise_is_consistent():
+    from conftest import ROOT
+
+    for path in sorted((ROOT / "solutions").glob("ex*.ipynb")):
+        reg = checks.exercise_registry(path.stem)
+        assert reg["graded"], path.stem
+        source = path.read_text()
+        for item in reg["graded"]:
+            assert item.check in reg["checks"] or item.check in reg["questions"], item
+            assert f"def {item.function}(" in source, f"{path.name} defines no function {item.function}"
+            assert item.points > 0
