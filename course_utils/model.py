@@ -1,0 +1,148 @@
+"""TinyGPT: a small, readable decoder-only transformer whose norm and norm placement are switches.
+
+    cfg = GPTConfig(vocab_size=64, block_size=64, n_layer=4, n_head=4, d_model=64, placement="post")
+    logits = TinyGPT(cfg)(idx)            # idx (B, T) int64 -> logits (B, T, vocab_size)
+
+Where the norm sits in a block (F is attention or the MLP):
+
+    pre   x = x + F(Norm(x))       GPT-2, Llama: the residual stream is never normalized; a final norm follows
+    post  x = Norm(x + F(x))       the original Transformer (2017) and BERT: every sum is normalized
+    peri  x = x + Norm(F(x))       OLMo 2: the branch's output is normalized before it joins the stream
+
+The rest is deliberately plain: token embedding, RoPE inside attention (no learned positions),
+a GELU MLP, no biases in the linear layers, weights drawn from N(0, 0.02).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from . import norms
+from .attention import CausalSelfAttention, softcap
+
+__all__ = ["GPTConfig", "TinyGPT", "Block", "MLP", "make_norm", "lm_loss", "parameter_count"]
+
+
+@dataclass
+class GPTConfig:
+    vocab_size: int = 64
+    block_size: int = 64
+    n_layer: int = 2
+    n_head: int = 4
+    d_model: int = 64
+    norm: str = "layernorm"  # "layernorm" | "rmsnorm"
+    placement: str = "pre"  # "pre" | "post" | "peri"
+    qk_norm: str | None = None  # None | "head" | "full"
+    attn_softcap: float | None = None  # Gemma 2 uses 50.0
+    logit_softcap: float | None = None  # Gemma 2 uses 30.0
+    n_kv_head: int | None = None  # None: as many key/value heads as query heads
+    rope: bool = True
+    mlp_ratio: int = 4
+    norm_impl: str = "torch"  # "torch" (nn.LayerNorm / nn.RMSNorm) or "course" (course_utils.norms, readable)
+    init_std: float = 0.02
+
+    def __post_init__(self):
+        choices = {"norm": ("layernorm", "rmsnorm"), "placement": ("pre", "post", "peri"),
+                   "qk_norm": (None, "head", "full"), "norm_impl": ("torch", "course")}
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"GPTConfig.{name} must be one of {allowed}, got {getattr(self, name)!r}")
+        for name in ("attn_softcap", "logit_softcap"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise ValueError(f"GPTConfig.{name} must be None or > 0, got {value!r}")
+
+
+def make_norm(cfg: GPTConfig, d: int | None = None) -> nn.Module:
+    """The norm the config asks for, from torch or from course_utils.norms (the same math)."""
+    d = d or cfg.d_model
+    if cfg.norm_impl == "course":
+        return norms.LayerNorm(d) if cfg.norm == "layernorm" else norms.RMSNorm(d)
+    return nn.LayerNorm(d) if cfg.norm == "layernorm" else nn.RMSNorm(d, eps=1e-6)
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg: GPTConfig):
+        super().__init__()
+        self.up = nn.Linear(cfg.d_model, cfg.mlp_ratio * cfg.d_model, bias=False)
+        self.down = nn.Linear(cfg.mlp_ratio * cfg.d_model, cfg.d_model, bias=False)
+
+    def forward(self, x):
+        return self.down(F.gelu(self.up(x)))
+
+
+class Block(nn.Module):
+    """One transformer block; `placement` decides where its two norms sit."""
+
+    def __init__(self, cfg: GPTConfig):
+        super().__init__()
+        self.placement = cfg.placement
+        self.norm1, self.attn = make_norm(cfg), CausalSelfAttention(cfg)
+        self.norm2, self.mlp = make_norm(cfg), MLP(cfg)
+
+    def forward(self, x):
+        if self.placement == "pre":
+            x = x + self.attn(self.norm1(x))
+            x = x + self.mlp(self.norm2(x))
+        elif self.placement == "post":
+            x = self.norm1(x + self.attn(x))
+            x = self.norm2(x + self.mlp(x))
+        else:  # peri
+            x = x + self.norm1(self.attn(x))
+            x = x + self.norm2(self.mlp(x))
+        return x
+
+
+class TinyGPT(nn.Module):
+    def __init__(self, cfg: GPTConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
+        # Post-LN's last block already ends in a norm; pre and peri leave the stream unnormalized.
+        self.norm_f = make_norm(cfg) if cfg.placement != "post" else nn.Identity()
+        self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        self.apply(self._init)
+
+    def _init(self, module):
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, mean=0.0, std=self.cfg.init_std)
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        T = idx.shape[1]
+        if T > self.cfg.block_size:
+            raise ValueError(f"sequence length {T} exceeds block_size {self.cfg.block_size}")
+        x = self.embed(idx)
+        for block in self.blocks:
+            x = block(x)
+        logits = self.lm_head(self.norm_f(x))
+        if self.cfg.logit_softcap is not None:
+            logits = softcap(logits, self.cfg.logit_softcap)
+        return logits
+
+    def attention_layers(self):
+        return [block.attn for block in self.blocks]
+
+
+def lm_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Mean next-token cross-entropy; logits (B, T, V), targets (B, T)."""
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1))
+
+
+def parameter_count(cfg: GPTConfig) -> int:
+    """The number of parameters TinyGPT(cfg) has, from the formula (a test checks it against the model)."""
+    d, h = cfg.d_model, cfg.n_head
+    d_head, kv = d // h, cfg.n_kv_head or h
+    norm = 2 * d if cfg.norm == "layernorm" else d  # LayerNorm: gain and bias; RMSNorm: gain only
+    attention = d * h * d_head + 2 * d * kv * d_head + h * d_head * d
+    if cfg.qk_norm == "head":
+        attention += 2 * d_head
+    elif cfg.qk_norm == "full":
+        attention += h * d_head + kv * d_head
+    mlp = 2 * d * cfg.mlp_ratio * d
+    block = 2 * norm + attention + mlp
+    final_norm = 0 if cfg.placement == "post" else norm
+    return cfg.vocab_size * d + cfg.n_layer * block + final_norm + d * cfg.vocab_size
