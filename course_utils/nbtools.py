@@ -59,7 +59,7 @@ def execute(path, timeout: int = 600) -> float:
     nb = read(path)
     os.environ.setdefault("PYTHONHASHSEED", "0")
     client = NotebookClient(
-        nb, timeout=timeout, kernel_name="python3", record_timing=False, store_widget_state=False,
+        nb, timeout=timeout, kernel_name="python3", record_timing=False, store_widget_state=False, coalesce_streams=True,
         resources={"metadata": {"path": str(path.parent)}},
     )
     start = time.perf_counter()

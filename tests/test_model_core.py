@@ -125,3 +125,32 @@ def test_a_few_steps_reduce_the_loss():
         opt.step()
         losses.append(loss.item())
     assert losses[0] > math.log(corpus.vocab_size) - 0.2 and losses[-1] < losses[0] - 0.8
+
+
+def test_training_loop_records_and_detects_divergence():
+    import io
+
+    from course_utils.training import ProgressBar, TrainConfig, evaluate, train
+
+    corpus = Corpus(n_sentences=500)
+    torch.manual_seed(0)
+    model = TinyGPT(GPTConfig(vocab_size=corpus.vocab_size, block_size=16))
+    h = train(model, corpus, TrainConfig(steps=20, batch_size=4, block_size=16, lr=3e-3, warmup=5, record_every=5),
+              progress=False)
+    assert len(h.losses) == 20 and h.probe_steps == [0, 5, 10, 15, 19] and not h.diverged
+    assert h.lrs[0] == pytest.approx(3e-3 / 5) and h.lrs[-1] == pytest.approx(3e-3)
+    assert math.isfinite(evaluate(model, corpus, batch_size=4, block_size=16, batches=2))
+
+    torch.manual_seed(0)
+    model = TinyGPT(GPTConfig(vocab_size=corpus.vocab_size, block_size=16))
+    with torch.no_grad():
+        model.lm_head.weight.fill_(float("nan"))
+    h = train(model, corpus, TrainConfig(steps=5, batch_size=2, block_size=16), progress=False)
+    assert h.diverged and h.diverged_at == 0 and h.final_loss == math.inf
+
+    out = io.StringIO()
+    bar = ProgressBar(10, "run", width=10, every=5, stream=out)
+    for _ in range(10):
+        bar.update()
+    bar.close("done")
+    assert out.getvalue() == "\rrun [#####-----] 5/10\rrun [##########] 10/10\rrun [##########] 10/10  done\n"
