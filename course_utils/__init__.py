@@ -6,6 +6,7 @@ Modules (import what you need; importing this package loads none of them, so it 
     checks      the exercise checks (check_layer_norm, check_choice, ...)
     quiz        end-of-chapter check questions
     widgets     explorers that also render statically
+    diagrams    which elements share statistics: axis diagrams and the norm-axes explorer (chapter 03)
     display     cmp() and show_source()
     env         seed_everything(), pick_device(), environment_report()
     exercises   `python -m course_utils.exercises` writes exercises/ from solutions/

@@ -1,0 +1,395 @@
+"""Checks for exercise 03 (BatchNorm): forward pass with running statistics, masked statistics, axis quiz.
+
+The learner's BatchNorm is functional: it *returns* the new running statistics instead of updating
+them in place as torch's module does, so that one call is one comparable result (the grader calls the
+function in the learner's kernel and compares here). "Over several steps" is covered by cases that
+follow a stream of batches: step k starts from the running statistics the reference reached after
+step k - 1, and `check_batch_norm_stream` threads the learner's *own* statistics through 20 steps
+and compares them with `torch.nn.BatchNorm1d`.
+
+Outputs are tuples of tensors; a known mistake is named when every part that differs from the
+reference matches the same part of that mistake's output.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from . import norms
+from .checks import (
+    Case, CaseResult, CheckReport, FunctionCheck, Graded, MultipleChoice, _upper_bound, compare_tensor,
+)
+
+__all__ = [
+    "CHECKS", "QUESTIONS", "GRADED", "BATCH_NORM_CHECK", "MASKED_STATS_CHECK",
+    "check_batch_norm", "check_masked_batch_stats", "check_batch_norm_stream", "reference_batch_norm_step",
+    "reference_masked_batch_stats", "QUIZ_DIMS",
+]
+
+TOLERANCE = 1e-4
+
+
+# ----------------------------------------------------------------------------------------------------
+# checks whose output is a tuple of tensors
+# ----------------------------------------------------------------------------------------------------
+@dataclass
+class TupleCheck(FunctionCheck):
+    """A FunctionCheck for functions returning a fixed tuple of tensors, named part by part (`parts`)."""
+
+    parts: tuple = ()
+    in_place_hint: str = "work on copies; do not change the tensors you are given in place (no x.sub_(), no x[...] = ...)."
+
+    def compare(self, case: Case, output) -> CaseResult:
+        if not isinstance(output, (tuple, list)) or len(output) != len(self.parts):
+            what = type(output).__name__ if not isinstance(output, (tuple, list)) else f"{len(output)} values"
+            return CaseResult(case.name, False, math.inf, self.tolerance,
+                              f"returned {what}; expected a tuple ({', '.join(self.parts)})")
+        errors, failed = [], []
+        for part, got, expected in zip(self.parts, output, case.expected):
+            err, note = compare_tensor(got, expected, self.tolerance)
+            errors.append(err)
+            if note:
+                failed.append((part, note))
+        worst = max(errors)
+        if not failed:
+            return CaseResult(case.name, True, worst, self.tolerance)
+        note = "; ".join(f"{part}: {note}" for part, note in failed)
+        return CaseResult(case.name, False, worst, self.tolerance, note, mistake=self._mistake(case, output, failed))
+
+    def _mistake(self, case, output, failed):
+        failed_parts = {part for part, _ in failed}
+        for hint, wrong in self.mistakes.items():
+            try:
+                wrong_out = wrong(*case.args)
+            except Exception:
+                continue
+            matches = True
+            for part, got, expected, w in zip(self.parts, output, case.expected, wrong_out):
+                if part not in failed_parts:
+                    continue
+                w = w.to(torch.float64)
+                _, wnote = compare_tensor(got, w, self.tolerance)
+                same_as_reference = w.shape == expected.shape and bool(
+                    torch.allclose(w, expected, atol=self.tolerance, rtol=0))
+                if wnote or same_as_reference:
+                    matches = False
+                    break
+            if matches:
+                return hint
+        return None
+
+    def report(self, results: list) -> CheckReport:
+        report = super().report(results)
+        if report.status == "failed" and not any(r.mistake for r in results if not r.passed) \
+                and any("in place" in r.note for r in results):
+            report.hint = self.in_place_hint
+        return report
+
+
+# ----------------------------------------------------------------------------------------------------
+# task 1: BatchNorm forward with running statistics
+# ----------------------------------------------------------------------------------------------------
+def reference_batch_norm_step(x, running_mean, running_var, training, momentum=0.1, eps=1e-5):
+    """(y, new running_mean, new running_var) in float64, from course_utils.norms.batch_norm."""
+    rm, rv = running_mean.double().clone(), running_var.double().clone()
+    y = norms.batch_norm(x.double(), rm, rv, training=training, momentum=momentum, eps=eps)
+    return y, rm, rv
+
+
+def _stats(x, unbiased_running=True):
+    """Per-feature mean, biased variance and the variance stored in the running statistics."""
+    x = x.double()
+    dims = tuple(range(x.dim() - 1))
+    n = x.numel() // x.shape[-1]
+    mean = x.mean(dim=dims)
+    var = ((x - mean) ** 2).mean(dim=dims)
+    return mean, var, var * n / (n - 1) if unbiased_running else var
+
+
+def _bn_variant(x, running_mean, running_var, training, momentum=0.1, eps=1e-5, *, running_unbiased=True,
+                swap_momentum=False, eval_uses_batch=False, normalize_unbiased=False, eval_updates=False,
+                over_features=False):
+    """BatchNorm with one deliberate mistake switched on (each keyword is a mistake)."""
+    x = x.double()
+    rm, rv = running_mean.double(), running_var.double()
+    mean, var, stored_var = _stats(x, running_unbiased)
+
+    def update(rm, rv):
+        if swap_momentum:
+            return momentum * rm + (1 - momentum) * mean, momentum * rv + (1 - momentum) * stored_var
+        return (1 - momentum) * rm + momentum * mean, (1 - momentum) * rv + momentum * stored_var
+
+    if training:
+        if over_features:
+            mu = x.mean(dim=-1, keepdim=True)
+            y = (x - mu) / torch.sqrt(((x - mu) ** 2).mean(dim=-1, keepdim=True) + eps)
+        else:
+            norm_var = stored_var if normalize_unbiased else var
+            y = (x - mean) / torch.sqrt(norm_var + eps)
+        rm, rv = update(rm, rv)
+    else:
+        if eval_uses_batch:
+            y = (x - mean) / torch.sqrt(var + eps)
+        else:
+            y = (x - rm) / torch.sqrt(rv + eps)
+        if eval_updates:
+            rm, rv = update(rm, rv)
+    return y, rm, rv
+
+
+def _bn_cases(g: torch.Generator) -> list:
+    def data(*shape, scale=2.0, offset=None):
+        d = shape[-1]
+        centre = torch.randn(d, generator=g) * 3 if offset is None else torch.full((d,), float(offset))
+        return centre + scale * torch.rand(d, generator=g).add(0.5) * torch.randn(*shape, generator=g)
+
+    d = 6
+    specs = []
+    rm, rv = torch.zeros(d), torch.ones(d)
+    stream_centre = torch.randn(d, generator=g) * 3
+    for step in range(1, 5):  # a stream: each step starts where the reference's statistics ended
+        x = stream_centre + 1.5 * torch.randn(16, d, generator=g)
+        specs.append((f"training step {step} of a 4-step stream (batches of 16)", (x, rm, rv, True, 0.1, 1e-5)))
+        _, rm, rv = reference_batch_norm_step(x, rm, rv, True)
+        rm, rv = rm.float(), rv.float()
+    specs.append(("eval mode after the 4 steps (uses the running statistics)",
+                  (stream_centre + 1.5 * torch.randn(8, d, generator=g), rm, rv, False, 0.1, 1e-5)))
+    specs.append(("eval mode on a single sample", (data(1, d), torch.randn(d, generator=g), torch.rand(d, generator=g) + 0.5,
+                                                    False, 0.1, 1e-5)))
+    specs.append(("a (4, 5, 6) batch of sequences: statistics over batch and tokens",
+                  (data(4, 5, d), torch.randn(d, generator=g), torch.rand(d, generator=g) + 0.5, True, 0.1, 1e-5)))
+    specs.append(("a batch of 2 (n - 1 = 1), momentum 0.3",
+                  (data(2, d), torch.zeros(d), torch.ones(d), True, 0.3, 1e-5)))
+    specs.append(("large values (offset 100), eps = 1e-3",
+                  (data(32, d, scale=5.0, offset=100), torch.zeros(d), torch.ones(d), True, 0.1, 1e-3)))
+    return [Case(name, args, reference_batch_norm_step(*args)) for name, args in specs]
+
+
+BATCH_NORM_CHECK = TupleCheck(
+    name="batch_norm_step",
+    make_cases=_bn_cases,
+    tolerance=TOLERANCE,
+    hint="training: mean and *biased* variance per feature over every dim but the last, y = (x - mean) / "
+         "sqrt(var + eps), new running = (1 - momentum) * running + momentum * batch statistic, with the *unbiased* "
+         "variance (times n / (n - 1)) for running_var. Eval: normalize with the running statistics and return them unchanged.",
+    mistakes={
+        "your running_var matches an update with the *biased* batch variance. The running variance estimates the "
+        "variance of all the data, so PyTorch stores the unbiased one: multiply the batch variance by n / (n - 1), "
+        "where n is the number of values per feature (N, or N·T).":
+            lambda *a: _bn_variant(*a, running_unbiased=False),
+        "your running statistics match running = momentum * running + (1 - momentum) * batch: the momentum is "
+        "on the wrong side. In PyTorch, momentum is the weight of the *new* batch: "
+        "running = (1 - momentum) * running + momentum * batch.":
+            lambda *a: _bn_variant(*a, swap_momentum=True),
+        "your output matches normalizing over the features (dim -1): that is LayerNorm. BatchNorm computes one mean "
+        "and variance per feature over every *other* dim: dim 0 for (N, D), dims (0, 1) for (N, T, D).":
+            lambda *a: _bn_variant(*a, over_features=True),
+        "in eval mode (training=False) your output matches normalizing with the batch's own statistics. Eval mode "
+        "uses running_mean and running_var instead, so one sample's output does not depend on its batch.":
+            lambda *a: _bn_variant(*a, eval_uses_batch=True),
+        "your output matches normalizing with the *unbiased* variance. The batch is normalized with its biased "
+        "variance (divide by n); only the stored running variance is unbiased.":
+            lambda *a: _bn_variant(*a, normalize_unbiased=True),
+        "in eval mode your running statistics changed. Eval mode only reads them: return them unchanged.":
+            lambda *a: _bn_variant(*a, eval_updates=True),
+    },
+    parts=("y", "running_mean", "running_var"),
+    in_place_hint="your function changed a tensor it was given (torch's module updates its buffers in place with "
+                  "mul_/add_). Here, compute new tensors and return them: "
+                  "new_mean = (1 - momentum) * running_mean + momentum * mean.",
+)
+
+
+def check_batch_norm(fn, seed: int = 0) -> CheckReport:
+    """Check `batch_norm_step(x, running_mean, running_var, training, momentum=0.1, eps=1e-5)`
+    returning (y, new_running_mean, new_running_var)."""
+    return BATCH_NORM_CHECK(fn, seed)
+
+
+def check_batch_norm_stream(fn, steps: int = 20, seed: int = 0) -> CheckReport:
+    """Thread fn's *own* running statistics through `steps` training batches and one eval batch, and compare
+    every output and the final statistics with torch.nn.BatchNorm1d (affine=False) fed the same stream."""
+    name = f"batch_norm_step over {steps} steps vs torch.nn.BatchNorm1d"
+    g = torch.Generator().manual_seed(seed)
+    d = 5
+    centre = torch.randn(d, generator=g) * 3
+    scale = torch.rand(d, generator=g) + 0.5
+    torch_bn = torch.nn.BatchNorm1d(d, momentum=0.1, affine=False).double()
+    rm, rv = torch.zeros(d), torch.ones(d)
+    worst, first_bad = 0.0, None
+    for step in range(steps + 1):
+        training = step < steps
+        x = centre + scale * torch.randn(12, d, generator=g)
+        try:
+            out = fn(x.clone(), rm.clone(), rv.clone(), training, 0.1, 1e-5)
+            y, rm, rv = out
+        except NotImplementedError:
+            report = CheckReport(name, "not-implemented")
+            print(report.text())
+            return report
+        except Exception as exc:
+            report = CheckReport(name, "error", message=f"raised {type(exc).__name__}: {exc} (at step {step + 1})",
+                                 hint="make task 1's check pass first.")
+            print(report.text())
+            return report
+        torch_bn.train(training)
+        with torch.no_grad():
+            expected = torch_bn(x.double())
+        for part, got, exp in (("y", y, expected), ("running_mean", rm, torch_bn.running_mean),
+                               ("running_var", rv, torch_bn.running_var)):
+            err, note = compare_tensor(got, exp, TOLERANCE)
+            worst = max(worst, err)
+            if note and first_bad is None:
+                first_bad = f"{'eval step' if not training else f'step {step + 1}'}, {part}: {note}"
+        rm, rv = torch.as_tensor(rm).float(), torch.as_tensor(rv).float()
+    if first_bad is None:
+        report = CheckReport(name, "passed", [CaseResult(name, True, worst, TOLERANCE)],
+                             message=f"{steps} training steps and one eval step match "
+                                     f"(max abs error {_upper_bound(worst)}, tolerance {TOLERANCE:.0e})")
+    else:
+        report = CheckReport(name, "failed", [CaseResult(name, False, worst, TOLERANCE, first_bad)],
+                             hint="the first difference is named above; small errors grow as the running statistics "
+                                  "carry them from step to step.")
+    print(report.text())
+    return report
+
+
+# ----------------------------------------------------------------------------------------------------
+# task 2: masked (padding-aware) batch statistics
+# ----------------------------------------------------------------------------------------------------
+def reference_masked_batch_stats(x, mask):
+    """Per-feature mean and biased variance over the positions where mask is True; x (N, T, D), mask (N, T)."""
+    real = x.double()[mask.bool()]
+    mean = real.mean(dim=0)
+    return mean, ((real - mean) ** 2).mean(dim=0)
+
+
+def _masked_wrong(x, mask, *, ignore_mask=False, divide_by_all=False, unbiased=False, unmasked_sum=False):
+    x, m = x.double(), mask.bool()
+    w = m.double().unsqueeze(-1)
+    count = m.sum()
+    if ignore_mask:
+        mean = x.mean(dim=(0, 1))
+        return mean, ((x - mean) ** 2).mean(dim=(0, 1))
+    if divide_by_all:
+        total = m.numel()
+        mean = (x * w).sum(dim=(0, 1)) / total
+        return mean, (((x - mean) ** 2) * w).sum(dim=(0, 1)) / total
+    if unmasked_sum:  # assumes padding positions hold zeros
+        mean = x.sum(dim=(0, 1)) / count
+        return mean, (((x - mean) ** 2) * w).sum(dim=(0, 1)) / count
+    mean = (x * w).sum(dim=(0, 1)) / count
+    return mean, (((x - mean) ** 2) * w).sum(dim=(0, 1)) / (count - 1 if unbiased else count)
+
+
+def _masked_cases(g: torch.Generator) -> list:
+    def padded(lengths, pad_to, d, pad_value=0.0):
+        centre = torch.randn(d, generator=g) * 3
+        x = torch.full((len(lengths), pad_to, d), float(pad_value))
+        mask = torch.zeros(len(lengths), pad_to, dtype=torch.bool)
+        for i, length in enumerate(lengths):
+            x[i, :length] = centre + torch.randn(length, d, generator=g)
+            mask[i, :length] = True
+        return x, mask
+
+    specs = [
+        ("sequences of 7, 4, 2, 5 tokens zero-padded to 8", padded([7, 4, 2, 5], 8, 6)),
+        ("no padding at all (equals ordinary BatchNorm statistics)", padded([5, 5, 5], 5, 4)),
+        ("padding filled with 7.0 instead of zeros", padded([3, 6, 1], 6, 5, pad_value=7.0)),
+        ("a batch where one sequence has a single token", padded([1, 9], 12, 3)),
+    ]
+    return [Case(name, args, reference_masked_batch_stats(*args)) for name, args in specs]
+
+
+MASKED_STATS_CHECK = TupleCheck(
+    name="masked_batch_stats",
+    make_cases=_masked_cases,
+    tolerance=TOLERANCE,
+    hint="select the real tokens with the mask (x[mask] is (number of real tokens, D)), or weight by "
+         "mask.unsqueeze(-1) and divide by mask.sum(); the variance is biased (divide by the number of real tokens).",
+    mistakes={
+        "your statistics match ordinary BatchNorm over *every* position: the padding is included. Use the mask to "
+        "keep only the real tokens.": lambda x, m: _masked_wrong(x, m, ignore_mask=True),
+        "your statistics match dividing by all N·T positions. Padding must not count in the divisor either: divide "
+        "by the number of real tokens, mask.sum().": lambda x, m: _masked_wrong(x, m, divide_by_all=True),
+        "your variance matches the *unbiased* estimate (divide by count - 1). BatchNorm normalizes with the biased "
+        "variance: divide by the number of real tokens.": lambda x, m: _masked_wrong(x, m, unbiased=True),
+        "your mean matches summing every position and dividing by the real count: that only works when the padding "
+        "is exactly zero. Multiply by the mask (or select x[mask]) before summing.":
+            lambda x, m: _masked_wrong(x, m, unmasked_sum=True),
+    },
+    parts=("mean", "var"),
+)
+
+
+def check_masked_batch_stats(fn, seed: int = 0) -> CheckReport:
+    """Check `masked_batch_stats(x, mask)` returning (mean, var) over the real tokens, per feature."""
+    return MASKED_STATS_CHECK(fn, seed)
+
+
+# ----------------------------------------------------------------------------------------------------
+# task 3: name the norm from its reduction dims, on (batch, tokens, features)
+# ----------------------------------------------------------------------------------------------------
+_NORM_CHOICES = {
+    "a": "LayerNorm (or RMSNorm: the same axes)",
+    "b": "BatchNorm",
+    "c": "InstanceNorm",
+    "d": "a single mean and variance for the whole tensor",
+}
+QUIZ_DIMS = {"ex03.axes_a": (0, 1), "ex03.axes_b": (2,), "ex03.axes_c": (1,)}
+
+QUESTIONS = {
+    "ex03.axes_a": MultipleChoice(
+        id="ex03.axes_a",
+        prompt="Norm A reduces an activation of shape (batch, tokens, features) over dims (0, 1). Which norm is it?",
+        choices=_NORM_CHOICES,
+        answer="b",
+        explanation="dims (0, 1) are batch and tokens: one statistic per feature, averaged over every sample and "
+                    "token (the slab). That is BatchNorm.",
+        wrong_hints={
+            "a": "LayerNorm reduces the features (dim 2) of one token; here the features are the dim that is kept.",
+            "c": "InstanceNorm keeps the sample too: it reduces only the tokens (dim 1).",
+            "d": "the features (dim 2) are not reduced, so there is one statistic per feature, not one in total.",
+        },
+    ),
+    "ex03.axes_b": MultipleChoice(
+        id="ex03.axes_b",
+        prompt="Norm B reduces an activation of shape (batch, tokens, features) over dim 2 only. Which norm is it?",
+        choices=_NORM_CHOICES,
+        answer="a",
+        explanation="dim 2 is the features: each token of each sample gets its own statistics (the strip). "
+                    "That is LayerNorm, and RMSNorm uses the same axis.",
+        wrong_hints={
+            "b": "BatchNorm keeps the features and reduces everything else (dims 0 and 1).",
+            "c": "InstanceNorm reduces the tokens (dim 1), per sample and feature.",
+            "d": "dims 0 and 1 are kept, so there is one statistic per (sample, token).",
+        },
+    ),
+    "ex03.axes_c": MultipleChoice(
+        id="ex03.axes_c",
+        prompt="Norm C reduces an activation of shape (batch, tokens, features) over dim 1 only. Which norm is it?",
+        choices=_NORM_CHOICES,
+        answer="c",
+        explanation="dim 1 is the tokens: one statistic per (sample, feature), over the positions of one sample. "
+                    "That is InstanceNorm (for images: over the pixels of one image, per channel).",
+        wrong_hints={
+            "a": "LayerNorm reduces the features (dim 2), not the tokens.",
+            "b": "BatchNorm would also reduce the batch (dim 0); here each sample keeps its own statistics.",
+            "d": "only the tokens are reduced; the batch and feature dims are kept.",
+        },
+    ),
+}
+
+CHECKS = {check.name: check for check in (BATCH_NORM_CHECK, MASKED_STATS_CHECK)}
+
+GRADED = {
+    "ex03_batchnorm": [
+        Graded("batch_norm_step", "batch_norm_step", 4),
+        Graded("masked_batch_stats", "masked_batch_stats", 3),
+        Graded("ex03.axes_a", "answer_norm_a", 1),
+        Graded("ex03.axes_b", "answer_norm_b", 1),
+        Graded("ex03.axes_c", "answer_norm_c", 1),
+    ],
+}

@@ -1,0 +1,386 @@
+"""Diagrams of *which numbers share one mean and variance*: the whole difference between the norms.
+
+Every normalization computes (x - mean) / sqrt(var + eps); they differ only in the axes the mean and
+variance are reduced over. These helpers draw that, big enough to project in a classroom:
+
+    draw_norm_axes(reduce_dims, shape)   any norm, given its reduction axes:
+                                         a 2-d shape (samples, features) is drawn as a table,
+                                         a 3-d shape (batch, tokens, features) as a block of cubes
+    table_figure(x)                      LayerNorm shading one row, BatchNorm one column, with the numbers
+    block_figure()                       BatchNorm's slab next to LayerNorm's (and RMSNorm's) strip
+    norm_axes_explorer(x)                a widget: choose a norm, see its axes and its statistics
+
+`shared_cells(shape, reduce_dims, index)` is the rule behind every picture: the elements that share
+element `index`'s statistics are those that agree with it on every axis that is *not* reduced.
+Each drawn cell carries a gid "shaded:i,j,k" or "plain:i,j,k", so a test can read back what was shaded.
+
+Colours are Okabe-Ito (colour-blind safe); shaded cells are also hatched, so the picture survives a
+black-and-white print or a washed-out projector.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+__all__ = [
+    "NORM_AXES", "NORM_AXES_2D", "NORM_COLORS", "AXIS_NAMES", "AXIS_NAMES_2D",
+    "shared_cells", "group_statistics", "draw_norm_axes", "table_figure", "block_figure",
+    "draw_norm_explorer", "describe_norm_explorer", "norm_axes_explorer",
+]
+
+# reduction axes of each norm for a (batch, tokens, features) tensor, and for a (samples, features) table
+NORM_AXES = {"LayerNorm": (2,), "RMSNorm": (2,), "BatchNorm": (0, 1), "InstanceNorm": (1,)}
+NORM_AXES_2D = {"LayerNorm": (1,), "RMSNorm": (1,), "BatchNorm": (0,)}
+NORM_COLORS = {"LayerNorm": "#0072B2", "RMSNorm": "#009E73", "BatchNorm": "#D55E00", "InstanceNorm": "#CC79A7"}
+AXIS_NAMES = ("batch", "tokens", "features")
+AXIS_NAMES_2D = ("samples", "features")
+
+PLAIN_FACE = "#F2F2F2"
+EDGE = "#555555"
+FONT = 15  # readable from the back of a room at the figure sizes used here
+
+
+# ----------------------------------------------------------------------------------------------------
+# the rule: which elements share one statistic
+# ----------------------------------------------------------------------------------------------------
+def _normalize_dims(reduce_dims, ndim: int) -> tuple:
+    if isinstance(reduce_dims, int):
+        reduce_dims = (reduce_dims,)
+    dims = sorted({d % ndim for d in reduce_dims})
+    if not dims:
+        raise ValueError("reduce_dims is empty: a normalization reduces over at least one axis")
+    for d in reduce_dims:
+        if not -ndim <= d < ndim:
+            raise ValueError(f"reduce dim {d} is out of range for a {ndim}-d shape")
+    return tuple(dims)
+
+
+def shared_cells(shape, reduce_dims, index) -> np.ndarray:
+    """Boolean array of `shape`: True where an element shares element `index`'s mean and variance.
+
+    Two elements share statistics exactly when they agree on every axis that is *not* reduced:
+    BatchNorm on (N, T, D) reduces (0, 1), so all elements of one feature share; LayerNorm reduces (2,),
+    so the features of one (sample, token) share.
+    """
+    shape = tuple(shape)
+    dims = _normalize_dims(reduce_dims, len(shape))
+    index = tuple(index)
+    if len(index) != len(shape) or any(not 0 <= i < n for i, n in zip(index, shape)):
+        raise ValueError(f"index {index} is not inside shape {shape}")
+    grids = np.indices(shape)
+    mask = np.ones(shape, dtype=bool)
+    for axis in range(len(shape)):
+        if axis not in dims:
+            mask &= grids[axis] == index[axis]
+    return mask
+
+
+def group_statistics(x: torch.Tensor, norm: str, reduce_dims) -> dict:
+    """The statistics `norm` computes over `reduce_dims` of x (keepdim): mean and biased variance, or,
+    for RMSNorm, the mean square and the RMS. Also how many statistics there are and values per statistic."""
+    dims = _normalize_dims(reduce_dims, x.dim())
+    h = x.double()
+    per_group = math.prod(x.shape[d] for d in dims)
+    out = {"dims": dims, "groups": x.numel() // per_group, "values_per_group": per_group}
+    if norm == "RMSNorm":
+        ms = (h * h).mean(dim=dims, keepdim=True)
+        out.update(mean_square=ms, rms=ms.sqrt())
+    else:
+        mean = h.mean(dim=dims, keepdim=True)
+        out.update(mean=mean, var=((h - mean) ** 2).mean(dim=dims, keepdim=True))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------
+# drawing: a table for 2-d shapes, a block of cubes for 3-d shapes
+# ----------------------------------------------------------------------------------------------------
+def _legend(ax, color, label, loc="upper left", anchor=(1.0, 1.0)):
+    from matplotlib.patches import Patch
+
+    handles = [
+        Patch(facecolor=color, edgecolor=EDGE, hatch="//", label=label),
+        Patch(facecolor=PLAIN_FACE, edgecolor=EDGE, label="other elements"),
+    ]
+    ax.legend(handles=handles, loc=loc, bbox_to_anchor=anchor, fontsize=FONT - 2, frameon=True)
+
+
+def _draw_table(ax, mask, values=None, row_labels=None, col_labels=None, color="#0072B2",
+                separators=(), index_of=None):
+    """Cells as rectangles (row 0 at the top). mask: 2-d bool. index_of(r, c) gives the gid's index."""
+    from matplotlib.patches import Rectangle
+
+    rows, cols = mask.shape
+    for r in range(rows):
+        for c in range(cols):
+            shaded = bool(mask[r, c])
+            idx = index_of(r, c) if index_of else (r, c)
+            ax.add_patch(Rectangle(
+                (c, rows - 1 - r), 1, 1, facecolor=color if shaded else PLAIN_FACE, edgecolor=EDGE, lw=1.2,
+                hatch="//" if shaded else None, alpha=0.85 if shaded else 1.0,
+                gid=("shaded:" if shaded else "plain:") + ",".join(map(str, idx)),
+            ))
+            if values is not None:
+                ax.text(c + 0.5, rows - 0.5 - r, f"{values[r, c]:g}", ha="center", va="center",
+                        fontsize=FONT - 1, fontweight="bold" if shaded else "normal",
+                        bbox=dict(boxstyle="round,pad=0.12", fc="white", ec="none", alpha=0.8) if shaded else None)
+    for r in separators:  # thick lines between samples in a flattened (sample, token) table
+        ax.plot([0, cols], [rows - r, rows - r], color="black", lw=3)
+    if row_labels is not None:
+        for r, lab in enumerate(row_labels):
+            ax.text(-0.15, rows - 0.5 - r, lab, ha="right", va="center", fontsize=FONT - 1)
+    if col_labels is not None:
+        for c, lab in enumerate(col_labels):
+            ax.text(c + 0.5, rows + 0.15, lab, ha="center", va="bottom", fontsize=FONT - 1)
+    ax.set_xlim(-0.05, cols + 0.05)
+    ax.set_ylim(-0.05, rows + 0.05)
+    ax.set_aspect("equal")
+    ax.axis("off")
+
+
+# oblique projection of the (batch, tokens, features) block: features run right, tokens run down,
+# batch runs "into the page" (up and to the right), so sample 0 is the front face.
+_DEPTH = np.array([0.55, 0.42])
+
+
+def _corner(n, t, d, shape):
+    """Screen position of the lattice point (n, t, d): d to the right, t downward, n into the page."""
+    T = shape[1]
+    return np.array([d, T - t]) + n * _DEPTH
+
+
+def _draw_block(ax, mask, color):
+    from matplotlib.colors import to_rgb
+    from matplotlib.patches import Polygon
+
+    N, T, D = mask.shape
+    shape = mask.shape
+    # painter's algorithm: far samples first, then top rows last within a sample? Draw back to front:
+    # larger n first; within a sample, cells further down are in front of the top faces of cells below
+    # them only through the depth direction, so order by (-n, t descending? no) -> (-n, -t, d).
+    for n in range(N - 1, -1, -1):
+        for t in range(T - 1, -1, -1):
+            for d in range(D):
+                shaded = bool(mask[n, t, d])
+                face = color if shaded else PLAIN_FACE
+                alpha = 0.95 if shaded else 0.55
+                gid = ("shaded:" if shaded else "plain:") + f"{n},{t},{d}"
+                p = lambda dn, dt, dd: _corner(n + dn, t + dt, d + dd, shape)  # noqa: E731
+                front = [p(0, 0, 0), p(0, 0, 1), p(0, 1, 1), p(0, 1, 0)]
+                top = [p(0, 0, 0), p(1, 0, 0), p(1, 0, 1), p(0, 0, 1)]
+                side = [p(0, 0, 1), p(1, 0, 1), p(1, 1, 1), p(0, 1, 1)]
+                for k, (poly, shade) in enumerate(((side, 0.75), (top, 0.9), (front, 1.0))):
+                    rgb = np.array(to_rgb(face)) * shade
+                    ax.add_patch(Polygon(
+                        poly, closed=True, facecolor=(*rgb, alpha), edgecolor=EDGE, lw=0.9,
+                        hatch="//" if (shaded and k == 2) else None,
+                        gid=gid if k == 2 else None,
+                    ))
+    # axis arrows and labels
+    arrow = dict(arrowstyle="-|>", lw=2.2, color="black", mutation_scale=22)
+    bottom_left, bottom_right = _corner(0, T, 0, shape), _corner(0, T, D, shape)
+    ax.annotate("", xy=bottom_right + [0, -0.45], xytext=bottom_left + [0, -0.45], arrowprops=arrow)
+    ax.text(*(bottom_left + bottom_right) / 2 + [0, -0.65], f"features (D = {D})", ha="center", va="top", fontsize=FONT)
+    top_left, low_left = _corner(0, 0, 0, shape), _corner(0, T, 0, shape)
+    ax.annotate("", xy=low_left + [-0.4, 0], xytext=top_left + [-0.4, 0], arrowprops=arrow)
+    ax.text(*(top_left + low_left) / 2 + [-0.6, 0], f"tokens (T = {T})", ha="right", va="center", fontsize=FONT, rotation=90)
+    front_right, back_right = _corner(0, T, D, shape), _corner(N, T, D, shape)
+    ax.annotate("", xy=back_right + [0.35, -0.1], xytext=front_right + [0.35, -0.1], arrowprops=arrow)
+    ax.text(*(front_right + back_right) / 2 + [0.55, -0.2], f"batch (N = {N})", ha="left", va="top", fontsize=FONT,
+            rotation=math.degrees(math.atan2(_DEPTH[1], _DEPTH[0])), rotation_mode="anchor")
+    far = _corner(N, 0, D, shape)
+    ax.set_xlim(-1.8, far[0] + 2.2)
+    ax.set_ylim(bottom_left[1] - 1.4, far[1] + 0.3)
+    ax.set_aspect("equal")
+    ax.axis("off")
+
+
+def _default_index(shape):
+    """(1, 2) for a table; (0, 1, 2) for a block: the front sample, so its group is in plain view."""
+    if len(shape) == 2:
+        return (min(1, shape[0] - 1), min(2, shape[1] - 1))
+    return (0, min(1, shape[1] - 1), min(2, shape[2] - 1))
+
+
+def _describe_dims(dims, names) -> str:
+    return " × ".join(names[d] for d in dims)
+
+
+def draw_norm_axes(reduce_dims, shape=(3, 4, 6), index=None, ax=None, color="#0072B2", label=None,
+                   title=None, values=None, legend=True):
+    """Draw which elements share element `index`'s statistics when a norm reduces over `reduce_dims`.
+
+    shape: (samples, features) -> a table; (batch, tokens, features) -> a block of cubes.
+    values: optional 2-d array of numbers to print in the table's cells.
+    Returns the Axes. The exercise uses this to draw the axes of a norm you have to name.
+    """
+    import matplotlib.pyplot as plt
+
+    shape = tuple(shape)
+    if len(shape) not in (2, 3):
+        raise ValueError(f"draw_norm_axes draws 2-d (samples, features) or 3-d (batch, tokens, features) shapes, got {shape}")
+    dims = _normalize_dims(reduce_dims, len(shape))
+    index = tuple(index) if index is not None else _default_index(shape)
+    mask = shared_cells(shape, dims, index)
+    names = AXIS_NAMES_2D if len(shape) == 2 else AXIS_NAMES
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7.5, 5.5))
+    count = int(mask.sum())
+    if label is None:
+        label = f"share one mean & variance ({count} values)"
+    if len(shape) == 2:
+        _draw_table(ax, mask, values=values, color=color,
+                    row_labels=[f"sample {i + 1}" for i in range(shape[0])],
+                    col_labels=[f"f{j + 1}" for j in range(shape[1])])
+        ax.text(shape[1] / 2, shape[0] + 0.85, "features →", ha="center", va="bottom", fontsize=FONT)
+        ax.set_ylim(-0.05, shape[0] + 1.6)
+        ax.set_xlim(-2.1, shape[1] + 0.05)
+    else:
+        _draw_block(ax, mask, color)
+    ax.set_title(title or f"reduce over {_describe_dims(dims, names)}  (dims {dims})", fontsize=FONT + 1, pad=10)
+    if legend:
+        _legend(ax, color, label, loc="upper center", anchor=(0.5, 0.0))
+    return ax
+
+
+# ----------------------------------------------------------------------------------------------------
+# the two classroom figures
+# ----------------------------------------------------------------------------------------------------
+def table_figure(x, row: int = 1, column: int = 2):
+    """LayerNorm (one row: one sample's features) beside BatchNorm (one column: one feature over the batch),
+    with the numbers of x (samples, features) in the cells and every group's mean and variance in the margin."""
+    import matplotlib.pyplot as plt
+
+    x = torch.as_tensor(x, dtype=torch.float64)
+    if x.dim() != 2:
+        raise ValueError(f"table_figure needs a 2-d (samples, features) tensor, got shape {tuple(x.shape)}")
+    N, D = x.shape
+    values = x.numpy()
+    fig, axes = plt.subplots(1, 2, figsize=(15, 6.2))
+    for ax, norm, index in ((axes[0], "LayerNorm", (row, 0)), (axes[1], "BatchNorm", (0, column))):
+        dims = NORM_AXES_2D[norm]
+        color = NORM_COLORS[norm]
+        stats = group_statistics(x, norm, dims)
+        what = "one sample, all its features" if norm == "LayerNorm" else "one feature, all samples in the batch"
+        draw_norm_axes(dims, (N, D), index=index, ax=ax, color=color, values=values, legend=False,
+                       title=f"{norm}: statistics of {what}")
+        mean, var = stats["mean"], stats["var"]
+        if norm == "LayerNorm":
+            ax.text(D + 0.15, N + 0.15, "μ, σ²", ha="left", va="bottom", fontsize=FONT - 1, fontweight="bold")
+            for r in range(N):
+                ax.text(D + 0.15, N - 0.5 - r, f"{mean[r, 0]:.2f}, {var[r, 0]:.2f}", ha="left", va="center",
+                        fontsize=FONT - 1, color=color if r == row else "black",
+                        fontweight="bold" if r == row else "normal")
+            ax.set_xlim(-2.1, D + 2.4)
+            ax.set_ylim(-1.6, N + 1.6)
+        else:
+            ax.text(-0.15, -0.5, "μ", ha="right", va="center", fontsize=FONT - 1, fontweight="bold")
+            ax.text(-0.15, -1.2, "σ²", ha="right", va="center", fontsize=FONT - 1, fontweight="bold")
+            for c in range(D):
+                style = dict(ha="center", va="center", fontsize=FONT - 2, color=color if c == column else "black",
+                             fontweight="bold" if c == column else "normal")
+                ax.text(c + 0.5, -0.5, f"{mean[0, c]:.2f}", **style)
+                ax.text(c + 0.5, -1.2, f"{var[0, c]:.2f}", **style)
+            ax.set_ylim(-1.6, N + 1.6)
+        count = stats["values_per_group"]
+        _legend(ax, color, f"{count} values share one μ and σ²  ({stats['groups']} groups)",
+                loc="upper center", anchor=(0.5, 0.0))
+    fig.tight_layout()
+    return fig
+
+
+def block_figure(shape=(3, 4, 6), sample: int = 0, token: int = 1, feature: int = 2):
+    """(batch × tokens × features): BatchNorm's slab (one feature, every sample and token) beside the strip
+    LayerNorm and RMSNorm reduce over (one token of one sample, every feature)."""
+    import matplotlib.pyplot as plt
+
+    N, T, D = shape
+    fig, axes = plt.subplots(1, 2, figsize=(15, 6.8))
+    draw_norm_axes(NORM_AXES["BatchNorm"], shape, index=(sample, token, feature), ax=axes[0],
+                   color=NORM_COLORS["BatchNorm"],
+                   label=f"BatchNorm: one feature, all {N} samples × {T} tokens = {N * T} values",
+                   title="BatchNorm: a slab per feature")
+    draw_norm_axes(NORM_AXES["LayerNorm"], shape, index=(sample, token, feature), ax=axes[1],
+                   color=NORM_COLORS["LayerNorm"],
+                   label=f"LayerNorm / RMSNorm: one token, all {D} features",
+                   title="LayerNorm / RMSNorm: a strip per token")
+    fig.tight_layout()
+    return fig
+
+
+# ----------------------------------------------------------------------------------------------------
+# the explorer: choose a norm, see its axes and the statistics it computes
+# ----------------------------------------------------------------------------------------------------
+def _explorer_parts(x, norm, sample, token, feature):
+    dims = NORM_AXES[norm]
+    N, T, D = x.shape
+    index = (min(sample, N - 1), min(token, T - 1), min(feature, D - 1))
+    mask = shared_cells(x.shape, dims, index)
+    stats = group_statistics(x, norm, dims)
+    return dims, index, mask, stats
+
+
+def _group_stat_text(norm, stats, index) -> str:
+    sel = tuple(0 if d in stats["dims"] else i for d, i in enumerate(index))
+    def num(t):
+        return f"{round(t[sel].item(), 3) + 0.0:.3f}"  # + 0.0 turns a rounded -0.000 into 0.000
+
+    if norm == "RMSNorm":
+        return f"mean square = {num(stats['mean_square'])}, RMS = {num(stats['rms'])}"
+    return f"mean μ = {num(stats['mean'])}, variance σ² = {num(stats['var'])}"
+
+
+def draw_norm_explorer(x, norm="BatchNorm", sample=0, token=1, feature=2):
+    """Left: the block with the group of element (sample, token, feature) shaded. Right: the same tensor
+    flattened to (sample·token) rows × feature columns, with its numbers and the same cells shaded."""
+    import matplotlib.pyplot as plt
+
+    x = torch.as_tensor(x, dtype=torch.float64)
+    dims, index, mask, stats = _explorer_parts(x, norm, sample, token, feature)
+    N, T, D = x.shape
+    color = NORM_COLORS[norm]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(13.5, 6.4), gridspec_kw={"width_ratios": [1.2, 1]})
+    draw_norm_axes(dims, x.shape, index=index, ax=a, color=color, legend=False,
+                   title=f"{norm} reduces over {_describe_dims(dims, AXIS_NAMES)}")
+    _draw_table(b, mask.reshape(N * T, D), values=x.reshape(N * T, D).numpy().round(1), color=color,
+                row_labels=[f"x[{n},{t},:]" for n in range(N) for t in range(T)],
+                col_labels=[f"d={d}" for d in range(D)], separators=[T * n for n in range(1, N)],
+                index_of=lambda r, c: (r // T, r % T, c))
+    b.set_xlim(-2.0, D + 0.05)
+    b.set_ylim(-0.05, N * T + 0.9)
+    b.set_title(f"x[{index[0]}, {index[1]}, {index[2]}]'s group: {int(mask.sum())} values\n"
+                + _group_stat_text(norm, stats, index), fontsize=FONT, color="black")
+    _legend(b, color, f"shares x[{index[0]},{index[1]},{index[2]}]'s statistics\n"
+            f"({stats['groups']} groups of {stats['values_per_group']} values)", loc="upper center", anchor=(0.55, 0.0))
+    fig.tight_layout()
+    return fig
+
+
+def describe_norm_explorer(x, norm="BatchNorm", sample=0, token=1, feature=2) -> str:
+    x = torch.as_tensor(x, dtype=torch.float64)
+    dims, index, mask, stats = _explorer_parts(x, norm, sample, token, feature)
+    return (
+        f"**{norm}** on a {tuple(x.shape)} tensor reduces over dims {dims} "
+        f"({_describe_dims(dims, AXIS_NAMES)}): **{stats['groups']}** separate statistics, "
+        f"each from **{stats['values_per_group']}** values. "
+        f"The group of x[{index[0]}, {index[1]}, {index[2]}]: {_group_stat_text(norm, stats, index)}."
+    )
+
+
+def norm_axes_explorer(x, norm="BatchNorm", sample=0, token=1, feature=2):
+    """A norm selector and sliders for the element whose group is shaded; redraws in place (live_figure)."""
+    import ipywidgets as w
+
+    from .widgets import live_figure
+
+    N, T, D = x.shape
+    style = {"description_width": "initial"}
+    controls = {
+        "norm": w.Dropdown(options=list(NORM_AXES), value=norm, description="norm", style=style),
+        "sample": w.IntSlider(value=sample, min=0, max=N - 1, description="sample n", style=style),
+        "token": w.IntSlider(value=token, min=0, max=T - 1, description="token t", style=style),
+        "feature": w.IntSlider(value=feature, min=0, max=D - 1, description="feature d", style=style),
+    }
+    return live_figure(lambda **kw: draw_norm_explorer(x, **kw), controls,
+                       describe=lambda **kw: describe_norm_explorer(x, **kw))

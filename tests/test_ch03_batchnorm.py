@@ -1,0 +1,368 @@
+"""Chapter 03: the axis diagrams shade exactly the reduction groups, and exercise 03's checks accept the right
+BatchNorm / masked statistics and reject realistic wrong ones, naming the mistake."""
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from course_utils import checks, checks_ex03, diagrams, norms  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+# ----------------------------------------------------------------------------------------------------
+# diagrams: the rule, and what is actually drawn
+# ----------------------------------------------------------------------------------------------------
+def drawn_cells(ax):
+    """{index: shaded?} read back from the cell patches' gids ("shaded:0,1,2" / "plain:0,1,2")."""
+    cells = {}
+    for patch in ax.patches:
+        gid = patch.get_gid()
+        if gid and gid.split(":")[0] in ("shaded", "plain"):
+            kind, idx = gid.split(":")
+            cells[tuple(int(i) for i in idx.split(","))] = kind == "shaded"
+    return cells
+
+
+def shaded_faces(ax, color):
+    rgb = matplotlib.colors.to_rgb(color)
+    return {p.get_gid() for p in ax.patches
+            if p.get_gid() and np.allclose(p.get_facecolor()[:3], rgb, atol=1e-6)}
+
+
+@pytest.mark.parametrize("dims, index, expected_count", [
+    ((2,), (1, 2, 3), 6),        # LayerNorm: the features of one token
+    ((0, 1), (1, 2, 3), 12),     # BatchNorm: one feature over batch and tokens
+    ((1,), (1, 2, 3), 4),        # InstanceNorm: one sample, one feature, all tokens
+    ((0, 1, 2), (0, 0, 0), 72),  # everything
+    ((-1,), (2, 0, 5), 6),       # negative dims mean the same
+])
+def test_shared_cells_are_the_elements_that_agree_on_every_kept_axis(dims, index, expected_count):
+    shape = (3, 4, 6)
+    mask = diagrams.shared_cells(shape, dims, index)
+    assert mask.sum() == expected_count and mask[index]
+    kept = [a for a in range(3) if a not in {d % 3 for d in dims}]
+    for cell in np.ndindex(shape):
+        assert mask[cell] == all(cell[a] == index[a] for a in kept)
+
+
+def test_shared_cells_matches_the_groups_torch_reduces_over():
+    """Perturb one element: exactly the elements in its group see their statistic change."""
+    x = torch.randn(3, 4, 6, dtype=torch.float64)
+    for dims in [(2,), (0, 1), (1,)]:
+        y = x.clone()
+        y[1, 2, 3] += 5.0
+        changed = (y.mean(dim=dims, keepdim=True) - x.mean(dim=dims, keepdim=True)).abs().expand_as(x) > 1e-9
+        assert np.array_equal(changed.numpy(), diagrams.shared_cells(x.shape, dims, (1, 2, 3)))
+
+
+@pytest.mark.parametrize("shape, dims", [((3, 4, 6), (2,)), ((3, 4, 6), (0, 1)), ((3, 4, 6), (1,)),
+                                         ((4, 6), (1,)), ((4, 6), (0,))])
+def test_draw_norm_axes_shades_exactly_the_reduction_group(shape, dims):
+    index = (0, 1, 2) if len(shape) == 3 else (1, 2)
+    color = "#CC79A7"
+    ax = diagrams.draw_norm_axes(dims, shape, index=index, color=color)
+    cells = drawn_cells(ax)
+    mask = diagrams.shared_cells(shape, dims, index)
+    assert set(cells) == set(np.ndindex(shape))  # every element is drawn once
+    assert {i for i, s in cells.items() if s} == {tuple(i) for i in np.argwhere(mask)}
+    # and the shaded ones are the ones painted in the highlight colour
+    painted = shaded_faces(ax, color)
+    assert painted and all(g.startswith("shaded:") for g in painted)
+    assert len(painted) == int(mask.sum())
+    assert ax.get_legend() is not None and ax.get_title()
+
+
+def test_table_figure_shades_one_row_for_layernorm_and_one_column_for_batchnorm():
+    x = torch.arange(24, dtype=torch.float32).reshape(4, 6)
+    fig = diagrams.table_figure(x, row=1, column=2)
+    ln_ax, bn_ax = fig.axes
+    ln = {i for i, s in drawn_cells(ln_ax).items() if s}
+    bn = {i for i, s in drawn_cells(bn_ax).items() if s}
+    assert ln == {(1, c) for c in range(6)}
+    assert bn == {(r, 2) for r in range(4)}
+    assert "LayerNorm" in ln_ax.get_title() and "BatchNorm" in bn_ax.get_title()
+    texts = {t.get_text() for t in ln_ax.texts} | {t.get_text() for t in bn_ax.texts}
+    assert "8.50, 2.92" in texts  # row 1 = 6..11: mean 8.5, variance 35/12
+    assert {"11.00", "45.00"} <= texts  # column 2 = 2, 8, 14, 20: mean 11, variance 45
+
+
+def test_block_figure_has_the_batchnorm_slab_and_the_layernorm_strip():
+    fig = diagrams.block_figure(shape=(3, 4, 6), sample=0, token=1, feature=2)
+    bn_ax, ln_ax = fig.axes
+    bn = {i for i, s in drawn_cells(bn_ax).items() if s}
+    ln = {i for i, s in drawn_cells(ln_ax).items() if s}
+    assert bn == {(n, t, 2) for n in range(3) for t in range(4)}
+    assert ln == {(0, 1, d) for d in range(6)}
+    labels = " ".join(t.get_text() for ax in fig.axes for t in ax.get_legend().get_texts())
+    assert "12 values" in labels and "6 features" in labels
+
+
+def test_explorer_draws_and_describes_every_norm():
+    x = torch.randn(2, 3, 4)
+    for norm, dims in diagrams.NORM_AXES.items():
+        fig = diagrams.draw_norm_explorer(x, norm, 1, 2, 3)
+        block_ax, table_ax = fig.axes
+        expected = {tuple(i) for i in np.argwhere(diagrams.shared_cells(x.shape, dims, (1, 2, 3)))}
+        assert {i for i, s in drawn_cells(block_ax).items() if s} == expected
+        assert {i for i, s in drawn_cells(table_ax).items() if s} == expected
+        text = diagrams.describe_norm_explorer(x, norm, 1, 2, 3)
+        assert norm in text and str(dims) in text
+        plt.close(fig)
+    stats = diagrams.group_statistics(x, "BatchNorm", (0, 1))
+    assert torch.allclose(stats["mean"].flatten(), x.double().mean(dim=(0, 1)))
+    assert "mean square" in diagrams.describe_norm_explorer(x, "RMSNorm", 0, 0, 0)
+
+
+def test_explorer_widget_shows_a_static_figure_and_controls():
+    pytest.importorskip("ipywidgets")
+    box = diagrams.norm_axes_explorer(torch.randn(2, 3, 4))
+    assert [c.description for c in box.children] == ["norm", "sample n", "token t", "feature d"]
+    assert list(box.children[0].options) == list(diagrams.NORM_AXES)
+
+
+def test_diagram_input_errors_are_clear():
+    with pytest.raises(ValueError, match="out of range"):
+        diagrams.shared_cells((2, 3), (2,), (0, 0))
+    with pytest.raises(ValueError, match="not inside"):
+        diagrams.shared_cells((2, 3), (1,), (2, 0))
+    with pytest.raises(ValueError, match="empty"):
+        diagrams.shared_cells((2, 3), (), (0, 0))
+    with pytest.raises(ValueError, match="2-d"):
+        diagrams.draw_norm_axes((0,), (2, 3, 4, 5))
+
+
+# ----------------------------------------------------------------------------------------------------
+# exercise 03, task 1: BatchNorm step
+# ----------------------------------------------------------------------------------------------------
+def right(x, running_mean, running_var, training, momentum=0.1, eps=1e-5):
+    if not training:
+        return (x - running_mean) / torch.sqrt(running_var + eps), running_mean.clone(), running_var.clone()
+    dims = tuple(range(x.dim() - 1))
+    n = x.numel() // x.shape[-1]
+    mean = x.mean(dim=dims)
+    var = ((x - mean) ** 2).mean(dim=dims)
+    return ((x - mean) / torch.sqrt(var + eps), (1 - momentum) * running_mean + momentum * mean,
+            (1 - momentum) * running_var + momentum * var * n / (n - 1))
+
+
+def via_torch_module(x, running_mean, running_var, training, momentum=0.1, eps=1e-5):
+    rm, rv = running_mean.clone(), running_var.clone()
+    y = norms.batch_norm(x, rm, rv, training=training, momentum=momentum, eps=eps)
+    return y, rm, rv
+
+
+def biased_running_variance(x, rm, rv, training, momentum=0.1, eps=1e-5):
+    y, new_mean, _ = right(x, rm, rv, training, momentum, eps)
+    if not training:
+        return y, new_mean, rv.clone()
+    dims = tuple(range(x.dim() - 1))
+    var = x.var(dim=dims, unbiased=False)
+    return y, new_mean, (1 - momentum) * rv + momentum * var
+
+
+def wrong_momentum_direction(x, rm, rv, training, momentum=0.1, eps=1e-5):
+    if not training:
+        return right(x, rm, rv, training, momentum, eps)
+    y, _, _ = right(x, rm, rv, training, momentum, eps)
+    dims = tuple(range(x.dim() - 1))
+    n = x.numel() // x.shape[-1]
+    mean, var = x.mean(dim=dims), x.var(dim=dims, unbiased=False) * n / (n - 1)
+    return y, momentum * rm + (1 - momentum) * mean, momentum * rv + (1 - momentum) * var
+
+
+def normalizes_over_features(x, rm, rv, training, momentum=0.1, eps=1e-5):
+    y, new_mean, new_var = right(x, rm, rv, training, momentum, eps)
+    if training:
+        y = (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, unbiased=False, keepdim=True) + eps)
+    return y, new_mean, new_var
+
+
+def eval_uses_batch_statistics(x, rm, rv, training, momentum=0.1, eps=1e-5):
+    if training:
+        return right(x, rm, rv, training, momentum, eps)
+    dims = tuple(range(x.dim() - 1))
+    mean, var = x.mean(dim=dims), x.var(dim=dims, unbiased=False)
+    return (x - mean) / torch.sqrt(var + eps), rm.clone(), rv.clone()
+
+
+def normalizes_with_unbiased_variance(x, rm, rv, training, momentum=0.1, eps=1e-5):
+    y, new_mean, new_var = right(x, rm, rv, training, momentum, eps)
+    if training:
+        dims = tuple(range(x.dim() - 1))
+        y = (x - x.mean(dim=dims)) / torch.sqrt(x.var(dim=dims, unbiased=True) + eps)
+    return y, new_mean, new_var
+
+
+def updates_in_place(x, rm, rv, training, momentum=0.1, eps=1e-5):
+    y, new_mean, new_var = right(x, rm, rv, training, momentum, eps)
+    rm.copy_(new_mean)
+    rv.copy_(new_var)
+    return y, rm, rv
+
+
+def only_2d(x, rm, rv, training, momentum=0.1, eps=1e-5):
+    """Reduces dim 0 only: fine for (N, D), wrong for (N, T, D)."""
+    if not training:
+        return right(x, rm, rv, training, momentum, eps)
+    mean, var = x.mean(dim=0), x.var(dim=0, unbiased=False)
+    n = x.shape[0]
+    return (x - mean) / torch.sqrt(var + eps), (1 - momentum) * rm + momentum * mean.reshape(-1, x.shape[-1]).mean(0), \
+        (1 - momentum) * rv + momentum * (var * n / (n - 1)).reshape(-1, x.shape[-1]).mean(0)
+
+
+def returns_only_y(x, rm, rv, training, momentum=0.1, eps=1e-5):
+    return right(x, rm, rv, training, momentum, eps)[0]
+
+
+def not_implemented(*args, **kwargs):
+    raise NotImplementedError()
+
+
+def test_batch_norm_check_accepts_right_implementations(capsys):
+    for fn in (right, via_torch_module):
+        report = checks_ex03.check_batch_norm(fn)
+        assert report.passed, report.text()
+        assert checks_ex03.check_batch_norm_stream(fn).passed
+    out = capsys.readouterr().out
+    assert out.count("✅") == 4
+
+
+@pytest.mark.parametrize("fn, words", [
+    (biased_running_variance, "biased"),
+    (wrong_momentum_direction, "wrong side"),
+    (normalizes_over_features, "LayerNorm"),
+    (eval_uses_batch_statistics, "eval mode"),
+    (normalizes_with_unbiased_variance, "only the stored running variance is unbiased"),
+])
+def test_batch_norm_check_names_each_realistic_mistake(fn, words):
+    report = checks_ex03.BATCH_NORM_CHECK.evaluate(fn)
+    assert report.status == "failed", fn.__name__
+    assert words in report.hint, (fn.__name__, report.hint)
+    text = report.text()
+    assert "❌" in text and "tolerance" in text
+
+
+@pytest.mark.parametrize("fn", [biased_running_variance, wrong_momentum_direction, normalizes_over_features,
+                                eval_uses_batch_statistics, normalizes_with_unbiased_variance])
+def test_stream_check_rejects_wrong_implementations(fn):
+    assert checks_ex03.check_batch_norm_stream(fn).status == "failed"
+
+
+def test_stream_check_catches_errors_that_accumulate():
+    report = checks_ex03.check_batch_norm_stream(wrong_momentum_direction)
+    assert report.status == "failed" and "running_mean" in report.cases[0].note
+
+
+def test_batch_norm_check_rejects_sequence_shape_bugs_in_place_updates_and_wrong_returns():
+    report = checks_ex03.BATCH_NORM_CHECK.evaluate(only_2d)
+    assert report.status == "failed" and any("(4, 5, 6)" in c.name for c in report.cases if not c.passed)
+    in_place = checks_ex03.BATCH_NORM_CHECK.evaluate(updates_in_place)
+    assert in_place.status == "failed" and "in place" in in_place.hint and "return" in in_place.hint
+    single = checks_ex03.BATCH_NORM_CHECK.evaluate(returns_only_y)
+    assert single.status == "failed" and "expected a tuple" in single.text()
+
+
+def test_batch_norm_not_implemented_is_one_friendly_line():
+    for check in (checks_ex03.BATCH_NORM_CHECK.evaluate, checks_ex03.MASKED_STATS_CHECK.evaluate):
+        report = check(not_implemented)
+        assert report.status == "not-implemented" and "\n" not in report.text()
+    assert checks_ex03.check_batch_norm_stream(not_implemented).status == "not-implemented"
+
+
+def test_batch_norm_cases_follow_a_stream_and_cover_the_shapes():
+    cases = checks_ex03.BATCH_NORM_CHECK.cases()
+    names = " ".join(c.name for c in cases)
+    for kind in ("step 1", "step 4", "eval mode", "single sample", "(4, 5, 6)", "batch of 2", "momentum 0.3"):
+        assert kind in names
+    # step k starts from the reference's statistics after step k - 1
+    for prev, nxt in zip(cases[:3], cases[1:4]):
+        assert torch.allclose(nxt.args[1].double(), prev.expected[1], atol=1e-6)
+        assert torch.allclose(nxt.args[2].double(), prev.expected[2], atol=1e-6)
+    assert not torch.equal(cases[0].args[0], checks_ex03.BATCH_NORM_CHECK.cases(seed=1)[0].args[0])
+
+
+# ----------------------------------------------------------------------------------------------------
+# exercise 03, task 2: masked statistics
+# ----------------------------------------------------------------------------------------------------
+def masked_right(x, mask):
+    w = mask.unsqueeze(-1).to(x.dtype)
+    count = mask.sum()
+    mean = (x * w).sum(dim=(0, 1)) / count
+    return mean, (((x - mean) ** 2) * w).sum(dim=(0, 1)) / count
+
+
+def masked_ignores_mask(x, mask):
+    return x.mean(dim=(0, 1)), x.var(dim=(0, 1), unbiased=False)
+
+
+def masked_divides_by_all_positions(x, mask):
+    w = mask.unsqueeze(-1).to(x.dtype)
+    mean = (x * w).sum(dim=(0, 1)) / mask.numel()
+    return mean, (((x - mean) ** 2) * w).sum(dim=(0, 1)) / mask.numel()
+
+
+def masked_unbiased(x, mask):
+    real = x[mask]
+    return real.mean(0), real.var(0, unbiased=True)
+
+
+def masked_assumes_zero_padding(x, mask):
+    count = mask.sum()
+    mean = x.sum(dim=(0, 1)) / count
+    w = mask.unsqueeze(-1).to(x.dtype)
+    return mean, (((x - mean) ** 2) * w).sum(dim=(0, 1)) / count
+
+
+def test_masked_stats_check_accepts_right_implementations():
+    for fn in (masked_right, checks_ex03.reference_masked_batch_stats):
+        report = checks_ex03.check_masked_batch_stats(fn)
+        assert report.passed, report.text()
+
+
+@pytest.mark.parametrize("fn, words", [
+    (masked_ignores_mask, "padding is included"),
+    (masked_divides_by_all_positions, "all N·T positions"),
+    (masked_unbiased, "unbiased"),
+    (masked_assumes_zero_padding, "exactly zero"),
+])
+def test_masked_stats_check_names_each_mistake(fn, words):
+    report = checks_ex03.MASKED_STATS_CHECK.evaluate(fn)
+    assert report.status == "failed" and words in report.hint, (fn.__name__, report.hint)
+
+
+def test_masked_stats_without_padding_equal_batch_norm_statistics():
+    case = next(c for c in checks_ex03.MASKED_STATS_CHECK.cases() if "no padding" in c.name)
+    x, mask = case.args
+    assert mask.all()
+    assert torch.allclose(case.expected[0], x.double().mean(dim=(0, 1)))
+    assert torch.allclose(case.expected[1], x.double().var(dim=(0, 1), unbiased=False))
+
+
+# ----------------------------------------------------------------------------------------------------
+# exercise 03, task 3: the axis quiz
+# ----------------------------------------------------------------------------------------------------
+def test_axis_quiz_answers_agree_with_the_diagrams_norm_table():
+    by_letter = {"a": ("LayerNorm", "RMSNorm"), "b": ("BatchNorm",), "c": ("InstanceNorm",)}
+    for qid, dims in checks_ex03.QUIZ_DIMS.items():
+        q = checks_ex03.QUESTIONS[qid]
+        names = by_letter[q.answer]
+        assert all(diagrams.NORM_AXES[n] == dims for n in names), qid
+        assert str(dims) in q.prompt or f"dim {dims[0]}" in q.prompt
+        assert checks.check_choice(qid, q.answer).passed
+        for wrong in set(q.choices) - {q.answer}:
+            assert not checks.check_choice(qid, wrong).passed
+
+
+def test_registry_points_at_the_solution_functions():
+    reg = checks.exercise_registry("ex03_batchnorm")
+    assert sum(g.points for g in reg["graded"]) == 10
+    assert set(reg["questions"]) == set(checks_ex03.QUIZ_DIMS)
