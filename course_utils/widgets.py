@@ -127,3 +127,90 @@ def layer_norm_explorer(values=(4.0, 6.0, 2.0, 8.0), gamma=1.0, beta=0.0, eps=1e
         controls,
         describe=lambda **kw: describe_layer_norm(*unpack(**kw)),
     )
+
+
+# ----------------------------------------------------------------------------------------------------
+# the RMSNorm explorer (chapter 02): RMSNorm and LayerNorm side by side
+# ----------------------------------------------------------------------------------------------------
+__all__ += ["rms_norm_explorer", "draw_rms_norm", "describe_rms_norm"]
+
+
+def _rms_parts(values, shift, gain, eps):
+    """The shifted input, its RMS and mean, and both norms' outputs (gain applied to both)."""
+    x = torch.tensor(values, dtype=torch.float64) + shift
+    rms = torch.sqrt((x * x).mean() + eps)
+    mean = x.mean()
+    var = ((x - mean) ** 2).mean()
+    rms_out = gain * x / rms
+    ln_out = gain * (x - mean) / torch.sqrt(var + eps)
+    return x, rms.item(), mean.item(), rms_out, ln_out
+
+
+def draw_rms_norm(values, shift=0.0, gain=1.0, eps=1e-6):
+    """Left: the input (plus a common shift c) with its RMS and mean. Right: RMSNorm and LayerNorm, bar by bar."""
+    import matplotlib.pyplot as plt
+
+    x, rms, mean, rms_out, ln_out = _rms_parts(values, shift, gain, eps)
+    n = len(values)
+    labels = [f"x{i + 1}" for i in range(n)]
+    pos = torch.arange(n, dtype=torch.float64).tolist()
+    fig, (a, b) = plt.subplots(1, 2, figsize=(9.5, 3.6))
+    a.bar(labels, x.tolist(), color="#0072B2", zorder=2)
+    a.axhline(rms, color="#E69F00", lw=2, ls="--", zorder=3, label=f"RMS = {rms:.3f}")
+    a.axhline(mean, color="#D55E00", lw=1.5, zorder=3, label=f"mean = {mean:.3f}")
+    a.set_title(f"input x + c   (c = {shift:+.1f})")
+    a.set_ylabel("value")
+    a.legend(loc="best", fontsize=8)
+    width = 0.38
+    b.bar([p - width / 2 for p in pos], rms_out.tolist(), width, color="#0072B2", zorder=2, label="RMSNorm: g·x / RMS")
+    b.bar([p + width / 2 for p in pos], ln_out.tolist(), width, color="#D55E00", zorder=2, label="LayerNorm: g·(x − mean) / std")
+    b.set_xticks(pos, labels)
+    b.set_title(f"outputs, gain g = {gain:.2f}, ε = {eps:.0e}")
+    b.set_ylabel("value")
+    b.legend(loc="best", fontsize=8)
+    for ax in (a, b):
+        ax.axhline(0, color="black", lw=0.6)
+        ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def describe_rms_norm(values, shift=0.0, gain=1.0, eps=1e-6) -> str:
+    x, rms, mean, rms_out, ln_out = _rms_parts(values, shift, gain, eps)
+    xs = ", ".join(f"{v:g}" for v in x.tolist())
+
+    def fmt(t):
+        return "[" + ", ".join(f"{v + 0.0:.3f}" for v in t.tolist()) + "]"
+
+    return (
+        f"x + c = [{xs}] → RMS = {rms:.3f}, mean = {mean:.3f}; "
+        f"RMSNorm = {fmt(rms_out)}; LayerNorm = {fmt(ln_out)}"
+    )
+
+
+def rms_norm_explorer(values=(4.0, 6.0, 2.0, 8.0), shift=0.0, gain=1.0, eps=1e-6):
+    """Sliders for four values, a common shift c, a gain g and ε; RMSNorm and LayerNorm side by side.
+
+    Move c: LayerNorm's bars do not move (it subtracts the mean), RMSNorm's do (the shift changes the RMS).
+    Scale all four values together: neither moves.
+    """
+    import ipywidgets as w
+
+    style = {"description_width": "initial"}
+    controls = {
+        f"x{i + 1}": w.FloatSlider(value=v, min=-10, max=10, step=0.5, description=f"x{i + 1}", style=style)
+        for i, v in enumerate(values)
+    }
+    controls["shift"] = w.FloatSlider(value=shift, min=-20, max=20, step=0.5, description="c (added to all)", style=style)
+    controls["gain"] = w.FloatSlider(value=gain, min=-3, max=3, step=0.1, description="g (gain)", style=style)
+    controls["eps"] = w.FloatLogSlider(value=eps, base=10, min=-8, max=2, step=0.5, description="ε (eps)", style=style)
+    n = len(values)
+
+    def unpack(**kw):
+        return [kw[f"x{i + 1}"] for i in range(n)], kw["shift"], kw["gain"], kw["eps"]
+
+    return live_figure(
+        lambda **kw: draw_rms_norm(*unpack(**kw)),
+        controls,
+        describe=lambda **kw: describe_rms_norm(*unpack(**kw)),
+    )

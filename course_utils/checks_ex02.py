@@ -1,0 +1,276 @@
+"""Checks for exercise 02 (RMSNorm): the learner's rms_norm, LayerNorm rebuilt from it, one question.
+
+    ✅ rms_norm: all 6 cases match the reference (max abs error below 1e-03, tolerance 4e-03)
+    ❌ rms_norm: 3 of 6 cases differ from the reference
+       ✗ a batch of rows (3×5) with a positive offset: max abs error 0.92 > tolerance 1e-04
+       Hint: your output matches dividing by the *mean* of x, squared ...
+
+The cases are chosen so that each realistic mistake shows on at least one of them: an offset batch
+(mean instead of mean square, the wrong axis), tiny values (eps outside the square root), a row of
+zeros (no eps), float16 activations whose squares overflow float16 (no float32 upcast), a weight.
+Half-precision cases are compared with a tolerance of one rounding step of their dtype, and their
+output must come back in that dtype, as torch's own norms do.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from . import norms
+from .checks import Case, CaseResult, CheckReport, FunctionCheck, Graded, MultipleChoice, compare_tensor
+
+__all__ = [
+    "CHECKS", "QUESTIONS", "GRADED", "RMS_NORM_CHECK", "LN_VIA_RMS_CHECK",
+    "check_rms_norm", "check_layer_norm_via_rms_norm",
+]
+
+# An output of size up to 4 is rounded to steps of 2**-9 ≈ 2e-3 in float16 (10 fraction bits) and of
+# 2**-6 ≈ 1.6e-2 in bfloat16 (7 fraction bits); a correct half-precision result is within one such step.
+HALF_TOLERANCES = {torch.float16: 4e-3, torch.bfloat16: 3e-2}
+_HALF = (torch.float16, torch.bfloat16)
+
+
+@dataclass
+class DtypeCase(Case):
+    """A case that also says the input's dtype and how closely the output must match (None: the check's)."""
+
+    dtype: torch.dtype = torch.float32
+    tolerance: float | None = None
+
+
+class _NormCheck(FunctionCheck):
+    """A FunctionCheck that knows about dtypes: a tolerance per case, and a float16/bfloat16 input must give
+    an output of its own dtype (computed in float32, cast back)."""
+
+    def compare(self, case, output) -> CaseResult:
+        tolerance = getattr(case, "tolerance", None) or self.tolerance
+        want = getattr(case, "dtype", None)
+        if isinstance(output, torch.Tensor) and want in _HALF and output.dtype != want:
+            err, _ = compare_tensor(output, case.expected, tolerance)
+            return CaseResult(case.name, False, err, tolerance,
+                              f"returned {_name(output.dtype)} for a {_name(want)} input",
+                              mistake=_CAST_BACK)
+        err, note = compare_tensor(output, case.expected, tolerance)
+        if not note:
+            return CaseResult(case.name, True, err, tolerance)
+        for hint, wrong in self.mistakes.items():
+            try:
+                wrong_out = wrong(*case.args)
+            except Exception:
+                continue
+            if not torch.isfinite(wrong_out).all():  # a NaN in the wrong answer would compare as "no error"
+                continue
+            _, wnote = compare_tensor(output, wrong_out.to(torch.float64), tolerance)
+            wrong_is_right = bool(torch.allclose(wrong_out.double(), case.expected, atol=tolerance, rtol=0))
+            if not wnote and not wrong_is_right:
+                return CaseResult(case.name, False, err, tolerance, note, mistake=hint)
+        return CaseResult(case.name, False, err, tolerance, note)
+
+    def report(self, results: list) -> CheckReport:
+        if all(r.passed for r in results):
+            return CheckReport(self.name, "passed", results)
+        failed = [r for r in results if not r.passed]
+        named = next((r.mistake for r in failed if r.mistake), None)
+        if named:
+            hint = named
+        elif any("NaN" in r.note for r in failed):
+            hint = ("NaN means a square root of a negative number or 0 / 0. Take the mean of the *squares* "
+                    "(never negative) and add eps inside the root: x / sqrt(mean(x**2) + eps), so a row of zeros gives 0.")
+        elif any("in place" in r.note for r in failed):
+            hint = "work on a copy; do not use in-place ops like x.mul_() on the input."
+        else:
+            hint = self.hint
+        return CheckReport(self.name, "failed", results, hint=hint)
+
+
+def _name(dtype: torch.dtype) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+_CAST_BACK = ("you computed in float32 (good) but returned float32: cast the result back to the input's dtype "
+              "with .to(x.dtype), as torch's norms do, so the next layer gets the dtype it expects.")
+
+
+# ----------------------------------------------------------------------------------------------------
+# rms_norm(x, weight=None, eps=1e-6)
+# ----------------------------------------------------------------------------------------------------
+def _rms_ref(x, weight=None, eps=1e-6):
+    """The exact answer: the reference RMSNorm in float64 (from the input's own, possibly rounded, values)."""
+    return norms.rms_norm(x.double(), None if weight is None else weight.double(), eps)
+
+
+def _rms_norm_cases(g: torch.Generator) -> list:
+    def randn(*shape):
+        return torch.randn(*shape, generator=g)
+
+    specs = [
+        ("the seed's vector [4, 6, 2, 8]", (torch.tensor([4.0, 6.0, 2.0, 8.0]), None, 1e-6), torch.float32),
+        ("a batch of rows (3×5) with a positive offset", (randn(3, 5) * 2 + 3, None, 1e-6), torch.float32),
+        ("a random 3-d tensor (2×3×8) with a weight", (randn(2, 3, 8), randn(8), 1e-6), torch.float32),
+        ("a row of zeros next to a row of ones", (torch.stack([torch.zeros(4), torch.ones(4)]), None, 1e-6), torch.float32),
+        ("tiny values (scale 1e-3), where eps = 1e-6 matters", (randn(2, 8) * 1e-3, None, 1e-6), torch.float32),
+        ("float16 activations of size ~1000 (their squares overflow float16)",
+         ((randn(2, 16) * 1000).half(), None, 1e-6), torch.float16),
+    ]
+    cases = []
+    for name, args, dtype in specs:
+        tolerance = HALF_TOLERANCES.get(dtype)
+        cases.append(DtypeCase(name, args, _rms_ref(*args), dtype=dtype, tolerance=tolerance))
+    return cases
+
+
+def _rms_mean_not_square(x, weight=None, eps=1e-6):
+    x = x.double()
+    return _gain(x / torch.sqrt(x.mean(-1, keepdim=True) + eps), weight)
+
+
+def _rms_square_of_mean(x, weight=None, eps=1e-6):
+    x = x.double()
+    return _gain(x / torch.sqrt(x.mean(-1, keepdim=True) ** 2 + eps), weight)
+
+
+def _rms_centred(x, weight=None, eps=1e-6):
+    x = x.double()
+    c = x - x.mean(-1, keepdim=True)
+    return _gain(c / torch.sqrt((c * c).mean(-1, keepdim=True) + eps), weight)
+
+
+def _rms_eps_outside(x, weight=None, eps=1e-6):
+    x = x.double()
+    return _gain(x / (torch.sqrt((x * x).mean(-1, keepdim=True)) + eps), weight)
+
+
+def _rms_wrong_axis(x, weight=None, eps=1e-6):
+    x = x.double()
+    return _gain(x * torch.rsqrt((x * x).mean(0, keepdim=True) + eps), weight)
+
+
+def _rms_no_weight(x, weight=None, eps=1e-6):
+    return _rms_ref(x, None, eps)
+
+
+def _rms_no_upcast(x, weight=None, eps=1e-6):
+    """Everything in the input's dtype: in float16, x*x overflows to inf for |x| > 256 and the output is 0."""
+    y = x * torch.rsqrt((x * x).mean(-1, keepdim=True) + eps)
+    return y if weight is None else y * weight.to(y.dtype)
+
+
+def _gain(y, weight):
+    return y if weight is None else y * weight.double()
+
+
+RMS_NORM_CHECK = _NormCheck(
+    name="rms_norm",
+    make_cases=_rms_norm_cases,
+    tolerance=1e-4,
+    hint="over the last dim (dim=-1, keepdim=True): mean of the squares, eps inside the square root, divide, "
+         "multiply by weight if given; for float16/bfloat16 input compute in float32 and cast back.",
+    mistakes={
+        "your output matches dividing by sqrt(mean(x)), the mean of x itself. RMSNorm uses the mean of the "
+        "*squares*: (x * x).mean(dim=-1, keepdim=True).": _rms_mean_not_square,
+        "your output matches dividing by the *mean* of x, squared (mean(x)**2). RMSNorm squares first and "
+        "then averages: (x * x).mean(dim=-1, keepdim=True), the mean of the squares.": _rms_square_of_mean,
+        "your output matches LayerNorm (you subtracted the mean). RMSNorm does not centre: divide x itself by "
+        "sqrt(mean(x**2) + eps).": _rms_centred,
+        "your output matches adding eps *outside* the square root, sqrt(mean(x**2)) + eps. RMSNorm divides by "
+        "sqrt(mean(x**2) + eps); the two differ when the mean square is close to eps (tiny values).": _rms_eps_outside,
+        "your output matches reducing over the wrong axis (dim 0, across rows). Each row (token) is normalized "
+        "on its own: reduce over the last dim, dim=-1, with keepdim=True.": _rms_wrong_axis,
+        "your output matches RMSNorm without the weight. Multiply by weight when it is given.": _rms_no_weight,
+        "your output matches computing in float16 itself: x * x overflows float16 (max 65504) for |x| > 256, "
+        "the mean square becomes inf and every output 0. Compute in float32, h = x.float(), and return "
+        "the result .to(x.dtype).": _rms_no_upcast,
+    },
+)
+
+
+def check_rms_norm(fn, seed: int = 0) -> CheckReport:
+    """Check a learner's `rms_norm(x, weight=None, eps=1e-6)` against the reference."""
+    return RMS_NORM_CHECK(fn, seed)
+
+
+# ----------------------------------------------------------------------------------------------------
+# layer_norm_via_rms_norm(x, weight=None, eps=1e-5): LN(x) = RMSNorm(x - mean(x)), same gain, same eps
+# ----------------------------------------------------------------------------------------------------
+def _ln_ref(x, weight=None, eps=1e-5):
+    return norms.layer_norm(x.double(), None if weight is None else weight.double(), None, eps)
+
+
+def _ln_via_rms_cases(g: torch.Generator) -> list:
+    def randn(*shape):
+        return torch.randn(*shape, generator=g)
+
+    specs = [
+        ("the seed's vector [4, 6, 2, 8]", (torch.tensor([4.0, 6.0, 2.0, 8.0]), None, 1e-5)),
+        ("a batch of rows (4×6) with an offset of 100", (randn(4, 6) * 10 + 100, None, 1e-5)),
+        ("a random 3-d tensor (2×3×8) with a weight", (randn(2, 3, 8) * 3 - 2, randn(8), 1e-5)),
+        ("a constant row [7, 7, 7, 7] (variance 0)", (torch.full((2, 4), 7.0), None, 1e-5)),
+        ("a nearly constant row with eps = 1e-3", (1.0 + 1e-2 * randn(2, 8), None, 1e-3)),
+    ]
+    return [DtypeCase(name, args, _ln_ref(*args), dtype=torch.float32) for name, args in specs]
+
+
+def _ln_not_centred(x, weight=None, eps=1e-5):
+    return _rms_ref(x, weight, eps)
+
+
+def _ln_centred_wrong_axis(x, weight=None, eps=1e-5):
+    return _rms_ref(x.double() - x.double().mean(0, keepdim=True), weight, eps)
+
+
+LN_VIA_RMS_CHECK = _NormCheck(
+    name="layer_norm_via_rms_norm",
+    make_cases=_ln_via_rms_cases,
+    tolerance=1e-4,
+    hint="subtract each row's mean, x - x.mean(dim=-1, keepdim=True), then call your rms_norm on that with the "
+         "same weight and eps: the mean square of centred values is exactly the variance.",
+    mistakes={
+        "your output matches RMSNorm of x itself: subtract each row's mean first, "
+        "x - x.mean(dim=-1, keepdim=True), then apply rms_norm.": _ln_not_centred,
+        "your output matches centring over the wrong axis (dim 0, the mean of each column). LayerNorm "
+        "subtracts each row's own mean: x.mean(dim=-1, keepdim=True).": _ln_centred_wrong_axis,
+    },
+)
+
+
+def check_layer_norm_via_rms_norm(fn, seed: int = 0) -> CheckReport:
+    """Check a learner's `layer_norm_via_rms_norm(x, weight=None, eps=1e-5)` against LayerNorm (no bias)."""
+    return LN_VIA_RMS_CHECK(fn, seed)
+
+
+# ----------------------------------------------------------------------------------------------------
+# the question, the registry
+# ----------------------------------------------------------------------------------------------------
+QUESTIONS = {
+    "ex02.shift": MultipleChoice(
+        id="ex02.shift",
+        prompt="Every feature of a token is increased by the same amount, x → x + 10. Which outputs change?",
+        choices={
+            "a": "Both LayerNorm's and RMSNorm's.",
+            "b": "Only LayerNorm's.",
+            "c": "Only RMSNorm's.",
+            "d": "Neither: both norms are invariant to shifts.",
+        },
+        answer="c",
+        explanation="LayerNorm subtracts the mean, so the shift cancels: LN(x + c) = LN(x). RMSNorm does not "
+                    "centre: the shift raises the mean square and changes every output (for [4, 6, 2, 8] the "
+                    "result goes from [0.730, 1.095, 0.365, 1.461] toward [1, 1, 1, 1]).",
+        wrong_hints={
+            "a": "subtracting the mean removes a common shift: compute LN([4, 6, 2, 8]) and LN([14, 16, 12, 18]).",
+            "b": "it is the other way round: which of the two subtracts the mean?",
+            "d": "RMSNorm divides x itself, not x − mean, by its RMS: try RMSNorm([14, 16, 12, 18]).",
+        },
+    ),
+}
+
+CHECKS = {check.name: check for check in (RMS_NORM_CHECK, LN_VIA_RMS_CHECK)}
+
+GRADED = {
+    "ex02_rmsnorm": [
+        Graded("rms_norm", "rms_norm", 3),
+        Graded("layer_norm_via_rms_norm", "layer_norm_via_rms_norm", 2),
+        Graded("ex02.shift", "answer_shift", 1),
+    ],
+}
