@@ -144,3 +144,13 @@ def test_registry_of_every_exercise_is_consistent():
             assert item.check in reg["checks"] or item.check in reg["questions"], item
             assert f"def {item.function}(" in source, f"{path.name} defines no function {item.function}"
             assert item.points > 0
+
+
+def test_a_nan_producing_mistake_is_not_named_for_a_different_error():
+    def nan_mistake(x, gamma=None, beta=None, eps=1e-5):
+        return torch.full_like(x, float("nan"), dtype=torch.float64)
+
+    check = checks.FunctionCheck("layer_norm", checks.LAYER_NORM_CHECK.make_cases, 1e-4, "generic hint",
+                                 mistakes={"named NaN mistake": nan_mistake})
+    report = check.evaluate(lambda x, gamma=None, beta=None, eps=1e-5: torch.zeros_like(x))
+    assert report.status == "failed" and report.hint == "generic hint"
