@@ -1,0 +1,538 @@
+"""Grading one submitted notebook: read it, run it in a fresh kernel, call its functions, compare.
+
+This is the worker half of `python -m course_utils.grade` (that module finds the submissions, runs
+this in parallel processes and writes the gradebook). `grade_submission(task)` never raises for
+anything a learner did; it returns a plain dict (JSON-able, kept in the resume state) with a status:
+
+    graded            the notebook ran; every graded item has a verdict (some may be 0 points)
+    timeout           a cell, the whole notebook or a graded call ran past its time limit
+    kernel-died       the kernel exited (os._exit, a segfault, memory) while running the notebook or a call
+    invalid-notebook  not a notebook we can run: empty, malformed JSON, wrong nbformat, too large, ...
+    wrong-exercise    the notebook is not an exercise this grader knows (or not the one being graded)
+
+The verdict never comes from the learner's kernel. The kernel only *runs* the learner's functions on
+inputs that the grader generated from its own seed (never seed 0, which the learner's notebook uses);
+the outputs come back as plain data (course_utils.grade_kernel) and are compared here, in this
+process, with the reference checks of course_utils.checks (course_utils.grade_judge). Whatever the notebook monkeypatches in its
+kernel (course_utils, the checks, torch, numpy, builtins) stays in that kernel.
+"""
+from __future__ import annotations
+
+import asyncio
+import copy
+import hashlib
+import json
+import math
+import os
+import re
+import shutil
+import signal
+import sys
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from . import grade_kernel
+from .grade_judge import judge
+
+GRADER_VERSION = 1
+MAX_NOTEBOOK_BYTES = 50 * 1024 * 1024
+MAX_CODE_CELLS = 2000  # a 10,000-cell notebook is refused rather than run for minutes
+MAX_FOLDER_COPY_BYTES = 200 * 1024 * 1024
+MAX_ANSWER_BYTES = 200 * 1024 * 1024
+STREAM_LIMIT = 20_000  # characters of printed output kept per cell, in the kernel and here
+STARTUP_TIMEOUT = 120  # kernel start plus `import torch`, not charged to the learner
+GRADER_TAG = "course-grader"
+EXERCISE_NAME = re.compile(r"(ex\d\d)(?:_([A-Za-z0-9]+))?", re.IGNORECASE)
+EXERCISE_ID = re.compile(r"ex\d\d_[A-Za-z0-9_]{1,40}")  # what a generated notebook's metadata may name
+
+STATUSES = ("graded", "timeout", "kernel-died", "invalid-notebook", "wrong-exercise")
+
+
+# ------------------------------------------------------------------------------------------------------
+# reading and identifying
+# ------------------------------------------------------------------------------------------------------
+class InvalidNotebook(Exception):
+    pass
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def parse_notebook(raw: bytes):
+    """The notebook in `raw` (nbformat 4, outputs dropped); InvalidNotebook with a short reason otherwise."""
+    import nbformat
+
+    if not raw.strip():
+        raise InvalidNotebook("the file is empty")
+    if len(raw) > MAX_NOTEBOOK_BYTES:
+        raise InvalidNotebook(f"the file is {len(raw) / 2**20:.0f} MB (the grader reads at most "
+                              f"{MAX_NOTEBOOK_BYTES // 2**20} MB)")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        kind = _sniff(raw)
+        raise InvalidNotebook(f"not a notebook: a binary file{kind}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidNotebook(f"not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
+    if not isinstance(data, dict) or "cells" not in data and "worksheets" not in data:
+        raise InvalidNotebook("JSON, but not a Jupyter notebook (no cells)")
+    major = data.get("nbformat")
+    if major not in (3, 4):
+        raise InvalidNotebook(f"nbformat {major!r} is not supported (Jupyter notebooks are nbformat 4)")
+    try:
+        nb = nbformat.reads(text, as_version=4, capture_validation_error={})
+        for cell in nb.cells:
+            if cell.get("cell_type") == "code":
+                cell.outputs, cell.execution_count = [], None
+        nbformat.validate(nb)
+    except Exception as exc:  # nbformat's errors are long: keep the first line
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InvalidNotebook(f"not a valid nbformat 4 notebook: {first[:160]}") from None
+    code = sum(1 for c in nb.cells if c.cell_type == "code" and c.source.strip())
+    if code > MAX_CODE_CELLS:
+        raise InvalidNotebook(f"{code} code cells: the grader runs notebooks of at most {MAX_CODE_CELLS}")
+    return nb
+
+
+def _sniff(raw: bytes) -> str:
+    signatures = {b"%PDF": " (a PDF)", b"PK\x03\x04": " (a zip archive, e.g. .docx)", b"\x89PNG": " (a PNG image)",
+                  b"\xff\xd8\xff": " (a JPEG image)"}
+    return next((name for sig, name in signatures.items() if raw.startswith(sig)), "")
+
+
+def identify_exercise(nb, path: Path, known: list[str]) -> tuple[str | None, str]:
+    """(exercise id, how it was found). The generator's metadata wins; the file name is a fallback."""
+    course = nb.metadata.get("course") if nb is not None else None
+    if isinstance(course, dict) and isinstance(course.get("exercise"), str) and course["exercise"].strip():
+        return course["exercise"].strip(), "metadata"
+    for match in EXERCISE_NAME.finditer(path.stem):
+        prefix, topic = match.group(1).lower(), (match.group(2) or "").lower()
+        candidates = [k for k in known if k == f"{prefix}_{topic}"] or [k for k in known if k.split("_")[0] == prefix]
+        if len(candidates) == 1:
+            return candidates[0], "file name"
+    return None, ""
+
+
+def column_name(exercise: str, check: str) -> str:
+    """The CSV column of one graded item: question ids are already prefixed (ex01.variance)."""
+    return check if "." in check else f"{exercise.split('_', 1)[0]}.{check}"
+
+
+def load_registry(exercise: str):
+    from .checks import exercise_registry
+
+    registry = exercise_registry(exercise)
+    items = []
+    for graded in registry["graded"]:
+        if graded.check in registry["questions"]:
+            items.append(("choice", graded, registry["questions"][graded.check]))
+        elif graded.check in registry["checks"]:
+            items.append(("function", graded, registry["checks"][graded.check]))
+        else:
+            raise KeyError(f"{exercise}: graded item {graded.check!r} is neither a check nor a question")
+    return items
+
+
+# ------------------------------------------------------------------------------------------------------
+# free-text answers: Markdown cells that the generator turned into "YOUR ANSWER HERE"
+# ------------------------------------------------------------------------------------------------------
+def free_text_answers(nb, exercise: str, solutions: Path) -> list[dict]:
+    """[{"prompt": the question's heading, "answer": what the learner wrote}] for each free-text answer."""
+    from .exercises import make_exercise
+
+    solution = solutions / f"{exercise}.ipynb"
+    if not solution.exists():
+        return []
+    template = make_exercise(solution).cells
+    known = {c.source.strip() for c in template}
+    learner = [c for c in nb.cells]
+    answers = []
+    for index, cell in enumerate(template):
+        if cell.cell_type != "markdown" or "YOUR ANSWER HERE" not in cell.source:
+            continue
+        prompt = template[index - 1].source.strip() if index else ""
+        title = next((line.lstrip("# ").strip() for line in prompt.splitlines() if line.strip()), "free-text answer")
+        at = next((i for i, c in enumerate(learner) if c.source.strip() == prompt), None)
+        written = []
+        if at is not None:
+            for c in learner[at + 1:]:
+                if c.source.strip() in known and c.source.strip() != cell.source.strip():
+                    break
+                if c.cell_type == "markdown":
+                    written.append(c.source.strip())
+        text = "\n\n".join(w for w in written if w and w != "YOUR ANSWER HERE").strip()
+        if at is None:  # the learner edited the question's cell: show what they added to the notebook
+            added = [c.source.strip() for c in learner if c.cell_type == "markdown" and c.source.strip() not in known]
+            text = "(the question's cell was edited; Markdown the learner added or changed:)\n\n" + "\n\n".join(added)
+        answers.append({"prompt": title, "answer": text[:5000] or "(no answer)"})
+    return answers
+
+
+# ------------------------------------------------------------------------------------------------------
+# running the notebook in a kernel
+# ------------------------------------------------------------------------------------------------------
+def _client_class():
+    from nbclient import NotebookClient
+
+    class GradingClient(NotebookClient):
+        """Keeps no outputs: only each cell's errors and the first STREAM_LIMIT characters it printed."""
+
+        def output(self, outs, msg, display_id, cell_index):
+            kind, content = msg["msg_type"], msg["content"]
+            notes = self.grader_notes.setdefault(cell_index, {"printed": 0, "error": None})
+            if kind == "stream":
+                notes["printed"] += len(content.get("text", ""))
+            elif kind == "error" and notes["error"] is None:
+                notes["error"] = f"{content.get('ename', 'Error')}: {str(content.get('evalue', ''))[:200]}"
+            return None
+
+    return GradingClient
+
+
+_PREAMBLE = '''\
+def _course_grader_preamble(limit):
+    """Cap what each cell prints (the grader keeps none of it), and import torch once."""
+    import sys
+    budget = {"left": limit}
+    def reset(*args, **kwargs):
+        budget["left"] = limit
+    get_ipython().events.register("pre_run_cell", reset)
+    for stream in (sys.stdout, sys.stderr):
+        def write(text, _original=stream.write):
+            left = budget["left"]
+            if left <= 0:
+                return len(text)
+            if len(text) > left:
+                text = text[:left] + "\\n[... the grader truncated this output ...]\\n"
+            budget["left"] = left - len(text)
+            return _original(text)
+        stream.write = write
+    import torch
+_course_grader_preamble(%d)
+del _course_grader_preamble
+''' % STREAM_LIMIT
+
+
+def _grader_cell(source: str):
+    import nbformat
+
+    cell = nbformat.v4.new_code_cell(source)
+    cell.metadata["tags"] = [GRADER_TAG]
+    return cell
+
+
+def _kernel_env() -> dict:
+    env = dict(os.environ)
+    env.update({
+        "COURSE_DEVICE": "cpu", "PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+        "CUDA_VISIBLE_DEVICES": "", "COURSE_GRADING": "1",
+    })
+    return env
+
+
+class _Stop(Exception):
+    """The kernel can no longer run anything: status and reason."""
+
+    def __init__(self, status: str, reason: str):
+        super().__init__(reason)
+        self.status, self.reason = status, reason
+
+
+async def _run_in_kernel(nb, workdir: Path, iodir: Path, items: list, seed: int, limits: dict) -> dict:
+    """Execute the notebook, then each graded call; returns {"answers", "stop", "cell_errors", "printed"}."""
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+    nb = copy.deepcopy(nb)
+    first_learner_cell = 1
+    nb.cells.insert(0, _grader_cell(_PREAMBLE))
+    state = {"deadline": None, "started": False}
+
+    def timeout_for(cell):
+        if not state["started"]:
+            return STARTUP_TIMEOUT
+        limit = limits["cell_timeout"]
+        if state["deadline"] is not None:
+            limit = min(limit, state["deadline"] - time.monotonic())
+        return max(1, math.ceil(limit))
+
+    client = _client_class()(
+        nb, timeout_func=timeout_for, allow_errors=True, kernel_name="python3", record_timing=False,
+        store_widget_state=False, shutdown_kernel="immediate", iopub_timeout=10, startup_timeout=STARTUP_TIMEOUT,
+    )
+    client.grader_notes = {}
+    answers, stop, running = {}, None, {"item": None}
+    current = "the kernel's start"
+
+    def describe_timeout(index):
+        if state["deadline"] is not None and time.monotonic() >= state["deadline"] - 0.5 and index is not None:
+            return f"the notebook did not finish within {limits['timeout']} s"
+        if index is None:
+            return current_call["text"]
+        return f"cell {index} did not finish within {limits['cell_timeout']} s"
+
+    current_call = {"text": f"the kernel did not start within {STARTUP_TIMEOUT} s"}
+    kernel = None
+    try:
+        async with client.async_setup_kernel(cwd=str(workdir), env=_kernel_env(),
+                                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL):
+            kernel = client.km
+            _KERNELS.add(kernel)
+            index = None
+            try:
+                await client.async_execute_cell(nb.cells[0], 0)
+                state["started"] = True
+                state["deadline"] = time.monotonic() + limits["timeout"]
+                for index in range(first_learner_cell, len(nb.cells)):
+                    current = f"cell {index - first_learner_cell}"
+                    await client.async_execute_cell(nb.cells[index], index)
+                index = None
+                current = "the grader's set-up"
+                current_call["text"] = f"the grader's set-up did not finish within {limits['cell_timeout']} s"
+                setup = (f"_course_grader = {{'__name__': 'course_grader_kernel'}}\n"
+                         f"exec(compile({grade_kernel.kernel_source()!r}, '<course grader>', 'exec'), _course_grader)\n")
+                nb.cells.append(_grader_cell(setup))
+                state["deadline"] = None  # graded calls have their own limit per call
+                await client.async_execute_cell(nb.cells[-1], len(nb.cells) - 1)
+                for number, (kind, graded, check) in enumerate(items):
+                    request = _request(kind, check, seed)
+                    if "error" in request:
+                        answers[number] = {"status": "grader", "message": request["error"]}
+                        continue
+                    request_path, answer_path = iodir / f"request{number}.json", iodir / f"answer{number}.json"
+                    request_path.write_text(json.dumps(request), encoding="utf-8")
+                    source = (f"_course_grader['call_learner_function'](globals(), {graded.function!r}, "
+                              f"{str(request_path)!r}, {str(answer_path)!r})")
+                    nb.cells.append(_grader_cell(source))
+                    current = f"`{graded.function}`"
+                    running["item"] = number
+                    current_call["text"] = (f"`{graded.function}` did not return within {limits['cell_timeout']} s "
+                                            "on the grader's inputs")
+                    await client.async_execute_cell(nb.cells[-1], len(nb.cells) - 1)
+                    answers[number] = _read_answer(answer_path, client.grader_notes.get(len(nb.cells) - 1))
+                    running["item"] = None
+            except CellTimeoutError:
+                learner_index = None if index is None else index - first_learner_cell
+                stop = _Stop("timeout", describe_timeout(learner_index))
+            except DeadKernelError:
+                stop = _Stop("kernel-died", f"the kernel died while running {current} "
+                                            "(os._exit, a crash such as a segfault, or memory)")
+    except _Stop as exc:
+        stop = exc
+    except Exception as exc:  # the kernel did not start, or its messages stopped making sense
+        if stop is None:
+            stop = _Stop("kernel-died", f"the kernel stopped answering properly during {current} "
+                                        f"({type(exc).__name__}: {str(exc)[:100]})")
+    finally:
+        _KERNELS.discard(kernel)
+    errors = []
+    printed = 0
+    for cell_index, notes in sorted(client.grader_notes.items()):
+        if cell_index < len(nb.cells) and GRADER_TAG not in nb.cells[cell_index].metadata.get("tags", []):
+            printed += notes["printed"]
+            if notes["error"]:
+                errors.append(f"cell {cell_index - first_learner_cell}: {notes['error']}")
+    return {"answers": answers, "stop": stop, "cell_errors": errors, "printed": printed, "running": running["item"]}
+
+
+def _request(kind: str, check, seed: int) -> dict:
+    if kind == "choice":
+        return {"kind": "choice", "calls": [[]]}
+    calls = []
+    for case in check.cases(seed):
+        encoded = [grade_kernel.encode(arg) for arg in case.args]
+        bad = [e["type"] for e in encoded if e["k"] == "unsupported"]
+        if bad:
+            return {"error": f"the grader cannot send {bad[0]} to a kernel (check {check.name!r})"}
+        calls.append(encoded)
+    return {"kind": "function", "calls": calls}
+
+
+def _read_answer(path: Path, notes) -> dict:
+    error = notes["error"] if notes else None
+    if not path.exists():
+        return {"status": "no-answer", "message": error or "the kernel wrote no answer"}
+    if path.stat().st_size > MAX_ANSWER_BYTES:
+        return {"status": "no-answer", "message": "the answer was too large to read"}
+    try:
+        answer = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return {"status": "no-answer", "message": "the answer could not be read"}
+    return answer if isinstance(answer, dict) else {"status": "no-answer", "message": "the answer could not be read"}
+
+
+# The kernels this process runs, so that a worker told to stop (SIGTERM) kills them before it exits.
+_KERNELS: set = set()
+
+
+def _in_thread(coroutine):
+    """Run the kernel session in a thread of its own: nbclient then leaves this process's signal handling
+    alone (it takes over SIGINT and SIGTERM when it runs in the main thread), so the batch's Ctrl-C and
+    stop requests are ours to handle (see worker_init)."""
+    box = {}
+
+    def target():
+        try:
+            box["value"] = asyncio.run(coroutine)
+        except BaseException as exc:  # re-raised in the caller
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name="course-grader-kernel", daemon=True)
+    thread.start()
+    while thread.is_alive():
+        thread.join(0.2)
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def worker_init() -> None:
+    """For the grading worker processes: Ctrl-C is the batch's to handle (the main process stops the
+    workers); SIGTERM kills this worker's kernels, then the worker."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # nbformat's validator imports jsonschema, which compiles an IRI grammar (rfc3987_syntax) at import:
+    # about a second per worker, for a format that notebook schemas never use. Skip it.
+    sys.modules.setdefault("rfc3987_syntax", None)
+
+    def stop(signum, frame):
+        for km in list(_KERNELS):
+            process = getattr(getattr(km, "provisioner", None), "process", None)
+            try:
+                if process is not None:
+                    os.killpg(process.pid, signal.SIGKILL)
+            except OSError:
+                try:
+                    process.kill()
+                except Exception:
+                    pass
+        os._exit(1)
+
+    signal.signal(signal.SIGTERM, stop)
+
+
+# ------------------------------------------------------------------------------------------------------
+# one submission, start to finish
+# ------------------------------------------------------------------------------------------------------
+def grade_submission(task: dict) -> dict:
+    """Grade the submission described by `task` (see course_utils.grade); a JSON-able result dict."""
+    start = time.perf_counter()
+    path = Path(task["path"])
+    result = {
+        "path": task["display"], "learner": task["learner"], "exercise": "", "status": "", "reason": "",
+        "sha256": task.get("sha256", ""), "items": [], "total": 0.0, "max": 0.0, "free_text": [],
+        "cell_errors": [], "identified_by": "", "seed": task["seed"], "config": task["config"],
+    }
+    try:
+        _grade_into(result, path, task)
+    except Exception as exc:  # a bug of the grader: still a row, clearly marked
+        result.update(status="grader-error", reason=f"{type(exc).__name__}: {str(exc)[:200]}")
+    result["seconds"] = round(time.perf_counter() - start, 2)
+    return result
+
+
+def _grade_into(result: dict, path: Path, task: dict) -> None:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        result.update(status="invalid-notebook", reason=f"cannot read the file: {exc.strerror}")
+        return
+    result["sha256"] = hashlib.sha256(raw).hexdigest()
+    try:
+        nb = parse_notebook(raw)
+    except InvalidNotebook as exc:
+        result.update(status="invalid-notebook", reason=str(exc))
+        return
+    exercise, how = identify_exercise(nb, path, task["known_exercises"])
+    result["identified_by"] = how
+    if exercise is None:
+        result.update(status="wrong-exercise", reason="cannot tell which exercise this is (no course metadata, "
+                                                      "and the file name names none)")
+        return
+    if not EXERCISE_ID.fullmatch(exercise):
+        result.update(status="wrong-exercise", reason=f"the notebook's metadata names no exercise of this course "
+                                                      f"({exercise[:40]!r})")
+        return
+    result["exercise"] = exercise
+    wanted = task.get("exercise")
+    if wanted and exercise != wanted:
+        result.update(status="wrong-exercise", reason=f"this is {exercise}; this run grades {wanted}")
+        return
+    try:
+        items = load_registry(exercise)
+    except (ImportError, KeyError, AttributeError) as exc:
+        result.update(status="wrong-exercise", reason=f"no graded checks are registered for {exercise!r} "
+                                                      f"({type(exc).__name__})")
+        return
+    result["max"] = float(sum(graded.points for _, graded, _ in items))
+    result["items"] = [{"column": column_name(exercise, g.check), "check": g.check, "function": g.function,
+                        "points": float(g.points), "earned": 0.0, "status": "not-graded", "text": ""}
+                       for _, g, _ in items]
+    result["free_text"] = free_text_answers(nb, exercise, Path(task["solutions"]))
+
+    root = Path(tempfile.mkdtemp(prefix="course-grade-"))
+    try:
+        workdir, iodir = root / "work", root / "io"
+        iodir.mkdir()
+        _copy_submission(path, workdir, task.get("copy_folder", False))
+        limits = {"timeout": task["timeout"], "cell_timeout": task["cell_timeout"]}
+        run = _in_thread(_run_in_kernel(nb, workdir, iodir, items, task["seed"], limits))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+    result["cell_errors"] = run["cell_errors"][:20]
+    for number, (kind, graded, check) in enumerate(items):
+        entry = result["items"][number]
+        answer = run["answers"].get(number)
+        if answer is None:
+            why = run["stop"].reason if run["stop"] else "not reached"
+            if number == run["running"]:
+                entry.update(status="error", text=f"❌ {entry['column']}: {why}.")
+            else:
+                entry.update(status="not-graded", text=f"⏹ {entry['column']}: not graded ({why}).")
+            continue
+        report = judge(kind, graded, check, answer, task["seed"])
+        entry.update(status=report.status, earned=float(graded.points) if report.passed else 0.0, text=report.text())
+    result["total"] = float(sum(e["earned"] for e in result["items"]))
+    if run["stop"]:
+        result.update(status=run["stop"].status, reason=run["stop"].reason)
+    else:
+        result["status"] = "graded"
+        failing = [e["column"] for e in result["items"] if e["earned"] < e["points"]]
+        notes = []
+        if failing:
+            notes.append("lost points on " + ", ".join(failing))
+        if run["cell_errors"]:
+            notes.append(f"{len(run['cell_errors'])} cell(s) raised errors")
+        if run["printed"] > 10 * STREAM_LIMIT:
+            notes.append(f"printed {run['printed']:,} characters (truncated)")
+        result["reason"] = "; ".join(notes) or "all checks passed"
+
+
+def _copy_submission(path: Path, workdir: Path, whole_folder: bool) -> None:
+    """A private working copy: the learner's folder (if it is theirs alone) or just the notebook.
+    Links are not followed or copied, so nothing the notebook writes can reach a submitted file."""
+    workdir.mkdir()
+    if whole_folder:
+        budget = MAX_FOLDER_COPY_BYTES
+        for source in sorted(path.parent.rglob("*")):
+            rel = source.relative_to(path.parent)
+            if any(part.startswith(".") for part in rel.parts) or source.is_symlink() or not source.is_file():
+                continue
+            size = source.stat().st_size
+            if size > budget:
+                continue
+            budget -= size
+            target = workdir / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
+    else:
+        shutil.copyfile(path, workdir / path.name)

@@ -1,0 +1,392 @@
+"""The batch grader against an adversarial corpus of submissions, built here from solutions/.
+
+Every kind of submission the grader must survive gets a learner of its own (build_corpus below):
+broken files, broken code, hostile code and careless code. One grading run over the corpus (two jobs,
+short time limits) must give each its own row with the expected status and points, never modify a
+submitted file, write feedback for each learner, and resume from its state file with identical grades.
+The adversarial cases, the correct solution (full marks) and the untouched exercise (zero) use ex01;
+every other exercise in solutions/ has its solution graded (full marks), so each new exercise is
+proven gradable as soon as it lands.
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+import torch
+
+from course_utils import grade_kernel
+from course_utils.exercises import BEGIN, END, make_exercise
+
+from conftest import ROOT
+
+EX01 = ROOT / "solutions" / "ex01_layernorm.ipynb"
+HANDED_OUT = "ex01_layernorm.ipynb"  # the file name learners get (many keep it)
+CELL_TIMEOUT = 8  # seconds: the loop cases cost this much; every honest ex01 cell takes well under 1 s
+
+
+# ------------------------------------------------------------------------------------------------------
+# building learner notebooks from a solution
+# ------------------------------------------------------------------------------------------------------
+def completed(solution: Path):
+    """What a learner who solved everything hands in: the solution's code, the exercise's metadata."""
+    nb = nbformat.read(solution, as_version=4)
+    for cell in nb.cells:
+        cell.source = "\n".join(line for line in cell.source.splitlines() if line.strip() not in (BEGIN, END))
+    nb.metadata["course"] = make_exercise(solution).metadata["course"]
+    return nb
+
+
+def untouched(solution: Path):
+    return make_exercise(solution)
+
+
+def replace_def(nb, name: str, source: str):
+    """The notebook with the cell defining `name` replaced by `source`."""
+    cells = [c for c in nb.cells if c.cell_type == "code" and re.search(rf"^def {name}\(", c.source, re.M)]
+    assert cells, f"no cell defines {name}"
+    cells[0].source = source
+    return nb
+
+
+def add_cell(nb, source: str, at: int | None = None):
+    cell = nbformat.v4.new_code_cell(source)
+    nb.cells.insert(len(nb.cells) if at is None else at, cell)
+    return nb
+
+
+def write(nb, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, str(path))
+
+
+MEMORIZED = '''\
+from course_utils.checks import LAYER_NORM_CHECK as _C
+_MEMO = [(case.args[0], case.expected.float()) for case in _C.cases(0)]  # the examples the notebook shows
+
+def layer_norm(x, gamma=None, beta=None, eps=1e-5):
+    for seen, answer in _MEMO:
+        if seen.shape == x.shape and torch.equal(seen, x):
+            return answer.clone()
+    return x.clone()
+'''
+
+LOOPS_ON_NEW_INPUTS = MEMORIZED.replace("    return x.clone()", "    while True:\n        pass")
+
+ALWAYS_EQUAL = '''\
+class AlwaysEqual(float):
+    def __eq__(self, other): return True
+    def __ne__(self, other): return False
+    def __float__(self): return 0.0
+    def __array__(self, *a, **k): import numpy; return numpy.zeros(1)
+    def allclose(self, *a, **k): return True
+
+def layer_norm(x, gamma=None, beta=None, eps=1e-5):
+    return AlwaysEqual(0.0)
+'''
+
+LYING_TENSOR = '''\
+class Liar(torch.Tensor):
+    """Its comparisons all say True; its values are just the input."""
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if getattr(func, "__name__", "") in ("allclose", "equal", "__eq__", "eq", "isclose"):
+            return True
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+def layer_norm(x, gamma=None, beta=None, eps=1e-5):
+    return x.clone().as_subclass(Liar)
+'''
+
+MONKEYPATCH = '''\
+import numpy, builtins, json
+import course_utils, course_utils.checks as checks, course_utils.norms as norms, course_utils.grade_kernel as gk
+from course_utils.checks import CaseResult, CheckReport
+
+def layer_norm(x, gamma=None, beta=None, eps=1e-5):     # wrong: the unbiased variance
+    y = (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True) + eps)
+    return y if gamma is None else y * gamma + (0 if beta is None else beta)
+
+checks.compare_tensor = lambda *a, **k: (0.0, "")
+checks.FunctionCheck.compare = lambda self, case, out: CaseResult(case.name, True, 0.0, 1.0)
+checks.CheckReport.passed = property(lambda self: True)
+checks.LAYER_NORM_CHECK.tolerance = 1e9
+norms.layer_norm = lambda x, *a, **k: layer_norm(x, *a, **k)
+torch.allclose = lambda *a, **k: True
+torch.equal = lambda *a, **k: True
+torch.Tensor.__eq__ = lambda self, other: torch.ones((), dtype=torch.bool)
+numpy.allclose = lambda *a, **k: True
+gk.decode = lambda data, depth=0: data
+gk.call_learner_function = lambda *a, **k: None
+_real_dumps = json.dumps
+_FORGED = {"status": "ok", "results": [{"output": {"k": "float", "v": "0.0"}, "args_after": []}]}
+def _forging_dumps(obj, *args, **kwargs):   # forge the grader's answer files, leave Jupyter's messages alone
+    return _real_dumps(_FORGED if isinstance(obj, dict) and "status" in obj else obj, *args, **kwargs)
+json.dumps = _forging_dumps
+'''
+
+WRITES_FILES = '''\
+import os, pathlib
+pathlib.Path("results.txt").write_text("scratch")
+os.makedirs("outputs/run1", exist_ok=True)
+for nb in pathlib.Path(".").glob("*.ipynb"):
+    nb.write_text("overwritten by the learner's code")   # its own notebook: only the grader's copy
+    os.remove(nb)
+pathlib.Path("notes.md").write_text("new notes")
+'''
+
+
+def build_corpus(root: Path) -> dict:
+    """Write the submissions under root/subs; returns {learner: (expected status, expected total or None)}."""
+    subs = root / "subs"
+    expect = {}
+
+    def put(learner, nb_or_bytes, status, total, name=HANDED_OUT, flat=False):
+        path = subs / (f"{learner}.ipynb" if flat else f"{learner}/{name}")
+        if isinstance(nb_or_bytes, bytes):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(nb_or_bytes)
+        else:
+            write(nb_or_bytes, path)
+        expect[learner] = (status, total)
+
+    good = lambda: completed(EX01)  # noqa: E731
+    put("correct", good(), "graded", 5, name="my final version (1).ipynb")
+    write(good(), subs / "correct" / ".ipynb_checkpoints" / "my final version (1)-checkpoint.ipynb")
+    put("untouched", untouched(EX01), "graded", 0)
+    text = nbformat.writes(good())
+    put("malformed_json", text[: len(text) // 2].encode(), "invalid-notebook", 0)
+    put("empty_file", b"", "invalid-notebook", 0)
+    v5 = json.loads(text)
+    v5["nbformat"] = 5
+    put("wrong_nbformat", json.dumps(v5).encode(), "invalid-notebook", 0)
+    put("png_not_notebook", b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 8, "invalid-notebook", 0)
+    (subs / "pdf_only").mkdir(parents=True)
+    (subs / "pdf_only" / "ex01.pdf").write_bytes(b"%PDF-1.4 not a notebook")
+    expect["pdf_only"] = ("invalid-notebook", 0)
+    put("renamed_function", replace_def(good(), "layer_norm", "def my_layer_norm(x, gamma=None, beta=None, eps=1e-5):\n"
+                                                               "    return x"), "graded", 2)
+    put("raises", replace_def(good(), "layer_norm", "def layer_norm(x, gamma=None, beta=None, eps=1e-5):\n"
+                                                     "    raise ValueError('shapes confuse me')"), "graded", 2)
+    put("infinite_loop", add_cell(good(), "while True:\n    pass", at=3), "timeout", 0)
+    put("loop_on_new_inputs", replace_def(good(), "layer_norm", LOOPS_ON_NEW_INPUTS), "timeout", 1)
+    asks = replace_def(good(), "seed_statistics", "def seed_statistics():\n    return float(input('mean?')), 5.0, 5.0 ** 0.5")
+    put("calls_input", add_cell(asks, "name = input('What is your name?')", at=2), "graded", 4)
+    put("os_exit", add_cell(good(), "import os\nos._exit(3)", at=5), "kernel-died", 0)
+    put("segfault", add_cell(good(), "import ctypes\nctypes.string_at(0)", at=5), "kernel-died", 0)
+    put("huge_output", add_cell(good(), "print('x' * 30_000_000)\nfor i in range(100_000):\n    print(i)", at=2),
+        "graded", 5)
+    put("writes_files", add_cell(good(), WRITES_FILES, at=2), "graded", 5)
+    many = good()
+    for i in range(10_000):
+        many.cells.append(nbformat.v4.new_code_cell(f"x{i} = {i}"))
+    put("ten_thousand_cells", many, "invalid-notebook", 0)
+    put("monkeypatcher", add_cell(replace_def(good(), "layer_norm", MONKEYPATCH), "print('all checks pass, trust me')"),
+        "graded", 0)
+    put("breaks_messaging", add_cell(good(), "import json\njson.dumps = lambda *a, **k: '{}'", at=5), "kernel-died", 0)
+    put("hard_coded", replace_def(good(), "layer_norm", MEMORIZED), "graded", 2)
+    put("always_equal", replace_def(good(), "layer_norm", ALWAYS_EQUAL), "graded", 2)
+    put("tensor_subclass", replace_def(good(), "layer_norm", LYING_TENSOR), "graded", 2)
+    other = good()
+    other.metadata["course"]["exercise"] = "ex99_unknown"
+    put("unknown_exercise", other, "wrong-exercise", 0)
+    chapter = nbformat.read(ROOT / "chapters" / "01_layernorm_by_hand.ipynb", as_version=4)
+    put("a_chapter", chapter, "wrong-exercise", 0, flat=True)
+    no_meta = good()
+    del no_meta.metadata["course"]
+    put("ex01_renamed_meta_lost", no_meta, "graded", 5, flat=True)  # identified by its file name
+    return expect
+
+
+def snapshot(folder: Path) -> dict:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def run_grader(*args, cwd: Path, timeout: int = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "course_utils.grade", *map(str, args)], cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def read_rows(path: Path) -> dict:
+    with open(path, newline="", encoding="utf-8") as f:
+        return {row["learner"]: row for row in csv.DictReader(f)}
+
+
+# ------------------------------------------------------------------------------------------------------
+# the adversarial run (one grading run, shared by the tests below)
+# ------------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    root = tmp_path_factory.mktemp("grading")
+    expect = build_corpus(root)
+    before = snapshot(root / "subs")
+    proc = run_grader("subs", "--out", "out/grades.csv", "--jobs", 2, "--timeout", 60,
+                      "--cell-timeout", CELL_TIMEOUT, "--seed", 20260, cwd=root)
+    return {"root": root, "expect": expect, "before": before, "proc": proc,
+            "rows": read_rows(root / "out" / "grades.csv") if (root / "out" / "grades.csv").exists() else {}}
+
+
+def test_every_submission_gets_a_row_and_exit_status_0(graded):
+    proc = graded["proc"]
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert len(graded["expect"]) >= 14
+    assert set(graded["rows"]) == set(graded["expect"])
+    assert "grading" in proc.stderr  # the progress bar
+    assert "submissions:" in proc.stdout and "graded" in proc.stdout  # the summary table
+
+
+@pytest.mark.parametrize("learner", [
+    "correct", "untouched", "malformed_json", "empty_file", "wrong_nbformat", "png_not_notebook", "pdf_only",
+    "renamed_function", "raises", "infinite_loop", "loop_on_new_inputs", "calls_input", "os_exit", "segfault",
+    "huge_output", "writes_files", "ten_thousand_cells", "monkeypatcher", "hard_coded", "always_equal",
+    "tensor_subclass", "breaks_messaging", "unknown_exercise", "a_chapter", "ex01_renamed_meta_lost",
+])
+def test_status_and_points(graded, learner):
+    status, total = graded["expect"][learner]
+    row = graded["rows"][learner]
+    assert (row["status"], float(row["total"])) == (status, total), row
+    assert row["reason"]
+    if row["exercise"] == "ex01_layernorm":
+        assert float(row["max"]) == 5
+        parts = [float(row[c]) for c in ("ex01.seed_statistics", "ex01.layer_norm", "ex01.variance")]
+        assert sum(parts) == total
+
+
+def test_reasons_say_what_happened(graded):
+    rows = graded["rows"]
+    assert "JSON" in rows["malformed_json"]["reason"]
+    assert "empty" in rows["empty_file"]["reason"]
+    assert "nbformat 5" in rows["wrong_nbformat"]["reason"]
+    assert "PNG" in rows["png_not_notebook"]["reason"]
+    assert "no .ipynb" in rows["pdf_only"]["reason"]
+    assert "10" in rows["ten_thousand_cells"]["reason"] and "cells" in rows["ten_thousand_cells"]["reason"]
+    assert f"within {CELL_TIMEOUT} s" in rows["infinite_loop"]["reason"]
+    assert "layer_norm" in rows["loop_on_new_inputs"]["reason"]
+    assert "kernel died" in rows["os_exit"]["reason"] and "kernel died" in rows["segfault"]["reason"]
+    assert "ex99_unknown" in rows["unknown_exercise"]["reason"]
+    assert "truncated" in rows["huge_output"]["reason"]
+    assert rows["correct"]["reason"] == "all checks passed"
+    assert rows["monkeypatcher"]["ex01.layer_norm"] == "0"
+
+
+def test_submitted_files_are_never_modified(graded):
+    root = graded["root"]
+    assert snapshot(root / "subs") == graded["before"]
+    assert not (root / "results.txt").exists() and not (root / "outputs").exists()
+
+
+def test_feedback_per_learner(graded):
+    folder = graded["root"] / "out" / "feedback"
+    for learner in graded["expect"]:
+        assert (folder / f"{learner}.md").exists(), learner
+    correct = (folder / "correct.md").read_text(encoding="utf-8")
+    assert "5 / 5 points" in correct and "sqrt(σ² + ε)" in correct  # the free-text answer is collected
+    renamed = (folder / "renamed_function.md").read_text(encoding="utf-8")
+    assert "`layer_norm` is not defined" in renamed and "my_layer_norm" in renamed
+    hard = (folder / "hard_coded.md").read_text(encoding="utf-8")
+    assert "max abs error" in hard and "Hint:" in hard
+    raises = (folder / "raises.md").read_text(encoding="utf-8")
+    assert "raised ValueError: shapes confuse me" in raises
+    asks = (folder / "calls_input.md").read_text(encoding="utf-8")
+    assert "StdinNotImplementedError" in asks
+    equal = (folder / "always_equal.md").read_text(encoding="utf-8")
+    assert "AlwaysEqual" in equal
+    answers = (folder / "_free_text_answers.md").read_text(encoding="utf-8")
+    assert "In your own words" in answers and "**untouched**" in answers
+
+
+def test_resume_regrades_only_new_or_changed_submissions_with_identical_grades(graded):
+    root = graded["root"]
+    state = root / "out" / "grades.state.jsonl"
+    lines = state.read_text(encoding="utf-8").splitlines()
+    # an interrupted run: "correct" was never recorded, and the last line was cut short
+    kept = [line for line in lines if '"learner": "correct"' not in line]
+    state.write_text("\n".join(kept) + "\n" + lines[-1][:40], encoding="utf-8")
+    first = read_rows(root / "out" / "grades.csv")
+    write(completed(EX01), root / "subs" / "empty_file" / HANDED_OUT)  # a learner hands in again
+    proc = run_grader("subs", "--out", "out/grades.csv", "--jobs", 2, "--timeout", 60,
+                      "--cell-timeout", CELL_TIMEOUT, cwd=root)  # no --seed: the state file's seed is reused
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    reused = len(graded["expect"]) - 1 - 2  # pdf_only is a folder, not a file: always listed again
+    assert f"({reused} unchanged, reused from the state file)" in proc.stdout
+    again = read_rows(root / "out" / "grades.csv")
+    assert again.pop("empty_file")["total"] == "5" and first.pop("empty_file")["status"] == "invalid-notebook"
+    assert again == first
+
+    proc = run_grader(root / "subs" / "wrong_nbformat" / HANDED_OUT, "--out", "out/grades.csv", "--force", cwd=root)
+    assert "(0 unchanged" in proc.stdout and read_rows(root / "out" / "grades.csv")["wrong_nbformat"]["total"] == "0"
+
+
+# ------------------------------------------------------------------------------------------------------
+# every other exercise in solutions/: its solution earns full marks (ex01 covers the untouched exercise)
+# ------------------------------------------------------------------------------------------------------
+OTHER_SOLUTIONS = sorted(p for p in (ROOT / "solutions").glob("ex*.ipynb") if p != EX01)
+
+
+@pytest.mark.skipif(not OTHER_SOLUTIONS, reason="ex01 is the only exercise (covered above)")
+def test_every_exercise_grades_its_solution_with_full_marks(tmp_path):
+    from course_utils.checks import exercise_registry
+
+    for solution in OTHER_SOLUTIONS:
+        write(completed(solution), tmp_path / "subs" / f"solved_{solution.stem}" / "handed_in.ipynb")
+    proc = run_grader("subs", "--out", "grades.csv", "--jobs", 2, "--seed", 99, cwd=tmp_path, timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = read_rows(tmp_path / "grades.csv")
+    for solution in OTHER_SOLUTIONS:
+        full = sum(g.points for g in exercise_registry(solution.stem)["graded"])
+        row = rows[f"solved_{solution.stem}"]
+        assert (row["exercise"], row["status"], float(row["total"]), float(row["max"])) == \
+            (solution.stem, "graded", full, full), row
+
+
+# ------------------------------------------------------------------------------------------------------
+# the plain-data format between the kernel and the grader
+# ------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("value", [
+    None, True, 3, -2**70, 1.5, float("inf"), "b", (1.0, 2.0), [None, "x"], {"mean": 5.0},
+    torch.tensor([4.0, 6.0, 2.0, 8.0]), torch.randn(2, 3, dtype=torch.float64), torch.randn(3).half(),
+    torch.randn(3).bfloat16(), torch.arange(6).reshape(2, 3), torch.zeros(0, 4), torch.tensor(2.5),
+])
+def test_plain_values_round_trip(value):
+    back = grade_kernel.decode(json.loads(json.dumps(grade_kernel.encode(value))))
+    if isinstance(value, torch.Tensor):
+        assert type(back) is torch.Tensor and back.dtype == value.dtype and torch.equal(back, value)
+    else:
+        assert back == value and type(back) is type(value)
+
+
+def test_anything_else_is_sent_as_unsupported_and_never_as_an_object():
+    class AlwaysEqual:
+        def __eq__(self, other):
+            return True
+
+    class Liar(torch.Tensor):
+        pass
+
+    assert isinstance(grade_kernel.decode(grade_kernel.encode(AlwaysEqual())), grade_kernel.Unsupported)
+    back = grade_kernel.decode(grade_kernel.encode(torch.ones(2).as_subclass(Liar)))
+    assert type(back) is torch.Tensor
+    big = grade_kernel.encode(torch.zeros(grade_kernel.MAX_ELEMENTS + 1))
+    assert big["k"] == "unsupported" and "too large" in big["type"]
+
+
+@pytest.mark.parametrize("forged", [
+    {"k": "tensor", "dtype": "float32", "shape": [3], "data": "AAAA"},          # bytes do not fit the shape
+    {"k": "tensor", "dtype": "object", "shape": [1], "data": ""},               # not a numeric dtype
+    {"k": "tensor", "dtype": "float32", "shape": [-1], "data": ""},
+    {"k": "float", "v": 1.0, "extra": 1},
+    {"k": "pickle", "v": "gASVAAAAAAAAAAA="},
+    {"k": "int", "v": 12},
+    ["not", "a", "dict"],
+])
+def test_forged_answers_are_rejected(forged):
+    with pytest.raises(grade_kernel.FormatError):
+        grade_kernel.decode(forged)
