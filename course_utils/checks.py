@@ -29,7 +29,7 @@ from . import norms
 __all__ = [
     "Case", "CaseResult", "CheckReport", "FunctionCheck", "MultipleChoice",
     "CHECKS", "QUESTIONS", "GRADED", "Graded", "exercise_registry", "find_question",
-    "check_layer_norm", "check_seed_statistics", "check_choice",
+    "check_layer_norm", "check_statistics", "check_choice",
 ]
 
 
@@ -328,41 +328,55 @@ def check_layer_norm(fn, seed: int = 0) -> CheckReport:
 
 
 # ----------------------------------------------------------------------------------------------------
-# the seed's statistics: mean 5, variance 5, std sqrt(5) for [4, 6, 2, 8]
+# the statistics LayerNorm computes: mean, biased variance, std (the seed's [4, 6, 2, 8] -> 5, 5, sqrt(5))
 # ----------------------------------------------------------------------------------------------------
-def _seed_statistics_cases(g: torch.Generator) -> list:
-    return [Case("mean, variance and std of [4, 6, 2, 8]", (), torch.tensor([5.0, 5.0, math.sqrt(5.0)], dtype=torch.float64))]
-
-
-def _seed_statistics_compare(case: Case, output) -> CaseResult:
-    try:
-        values = torch.tensor([float(v) for v in output], dtype=torch.float64)
-    except Exception:
-        return CaseResult(case.name, False, math.inf, 1e-4, "return a tuple of three numbers: (mean, variance, std)")
-    result_err, note = compare_tensor(values, case.expected, 1e-4)
-    if note and len(values) == 3 and abs(values[1].item() - 20 / 3) < 1e-3:
-        return CaseResult(case.name, False, result_err, 1e-4, note, mistake=(
-            "your variance is 20/3 ≈ 6.667: that divides by n - 1 = 3. LayerNorm divides the sum of squared "
-            "deviations, 20, by n = 4."))
-    return CaseResult(case.name, not note, result_err, 1e-4, note)
+def _statistics_cases(g: torch.Generator) -> list:
+    vectors = [
+        ("mean, variance and std of [4, 6, 2, 8]", torch.tensor([4.0, 6.0, 2.0, 8.0])),
+        ("a random vector of 7 values", torch.randn(7, generator=g) * 3 + 1),
+        ("a constant vector [7, 7, 7]", torch.full((3,), 7.0)),
+        ("a random vector of 50 values", torch.randn(50, generator=g) * 10 - 4),
+    ]
+    cases = []
+    for name, v in vectors:
+        x = v.double()
+        mean = x.mean()
+        variance = ((x - mean) ** 2).mean()
+        cases.append(Case(name, (v,), torch.stack([mean, variance, variance.sqrt()])))
+    return cases
 
 
 class _StatisticsCheck(FunctionCheck):
-    def compare(self, case, output):
-        return _seed_statistics_compare(case, output)
+    """Compares a (mean, variance, std) triple, and recognizes the n - 1 variance."""
+
+    def compare(self, case: Case, output) -> CaseResult:
+        try:
+            values = torch.tensor([float(v) for v in output], dtype=torch.float64)
+        except Exception:
+            return CaseResult(case.name, False, math.inf, self.tolerance, "return a tuple of three numbers: (mean, variance, std)")
+        err, note = compare_tensor(values, case.expected, self.tolerance)
+        if not note:
+            return CaseResult(case.name, True, err, self.tolerance)
+        n = case.args[0].numel()
+        unbiased = case.expected[1].item() * n / (n - 1)
+        if len(values) == 3 and n > 1 and abs(values[1].item() - unbiased) < self.tolerance * max(1.0, unbiased):
+            return CaseResult(case.name, False, err, self.tolerance, note, mistake=(
+                f"your variance divides by n - 1 (for [4, 6, 2, 8]: 20/3 ≈ 6.667). LayerNorm divides the sum of "
+                f"squared deviations by n (20 / 4 = 5)."))
+        return CaseResult(case.name, False, err, self.tolerance, note)
 
 
-SEED_STATISTICS_CHECK = _StatisticsCheck(
-    name="seed_statistics",
-    make_cases=_seed_statistics_cases,
+STATISTICS_CHECK = _StatisticsCheck(
+    name="statistics",
+    make_cases=_statistics_cases,
     tolerance=1e-4,
-    hint="mean = sum / n; variance = mean of squared deviations (divide by n); std = sqrt(variance).",
+    hint="mean = sum / n; variance = mean of the squared deviations (divide by n); std = sqrt(variance).",
 )
 
 
-def check_seed_statistics(fn) -> CheckReport:
-    """Check a function returning (mean, variance, std) of [4, 6, 2, 8]."""
-    return SEED_STATISTICS_CHECK(fn)
+def check_statistics(fn) -> CheckReport:
+    """Check a function statistics(x) returning (mean, variance, std) of a 1-d tensor, as LayerNorm computes them."""
+    return STATISTICS_CHECK(fn)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -445,14 +459,14 @@ class Graded:
     points: float
 
 
-CHECKS = {check.name: check for check in (LAYER_NORM_CHECK, SEED_STATISTICS_CHECK)}
+CHECKS = {check.name: check for check in (LAYER_NORM_CHECK, STATISTICS_CHECK)}
 
 # Exercise NN's checks live in course_utils/checks_exNN.py (ex01's in this module). Such a module defines
 # CHECKS (name -> FunctionCheck), QUESTIONS (id -> MultipleChoice, ids prefixed "exNN.") and
 # GRADED (list of Graded); `exercise_registry("exNN_topic")` loads it.
 GRADED = {
     "ex01_layernorm": [
-        Graded("seed_statistics", "seed_statistics", 1),
+        Graded("statistics", "statistics", 1),
         Graded("layer_norm", "layer_norm", 3),
         Graded("ex01.variance", "answer_variance_pitfall", 1),
     ],

@@ -106,11 +106,18 @@ def test_cases_depend_on_the_seed():
     assert not torch.equal(a, b)
 
 
-def test_seed_statistics_check():
-    assert checks.SEED_STATISTICS_CHECK.evaluate(lambda: (5.0, 5.0, 5**0.5)).passed
-    report = checks.SEED_STATISTICS_CHECK.evaluate(lambda: (5.0, 20 / 3, (20 / 3) ** 0.5))
+def test_statistics_check():
+    def right(x):
+        m = x.mean()
+        v = ((x - m) ** 2).mean()
+        return m.item(), v.item(), v.sqrt().item()
+
+    assert checks.STATISTICS_CHECK.evaluate(right).passed
+    report = checks.STATISTICS_CHECK.evaluate(lambda x: (x.mean().item(), x.var().item(), x.std().item()))
     assert not report.passed and "n - 1" in report.hint
-    assert not checks.SEED_STATISTICS_CHECK.evaluate(lambda: "five").passed
+    hard_coded = checks.STATISTICS_CHECK.evaluate(lambda x: (5.0, 5.0, 5**0.5))
+    assert not hard_coded.passed and hard_coded.cases[0].passed  # right on the visible example only
+    assert not checks.STATISTICS_CHECK.evaluate(lambda x: "five").passed
 
 
 def test_multiple_choice(capsys):

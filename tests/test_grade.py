@@ -177,7 +177,7 @@ def build_corpus(root: Path) -> dict:
                                                      "    raise ValueError('shapes confuse me')"), "graded", 2)
     put("infinite_loop", add_cell(good(), "while True:\n    pass", at=3), "timeout", 0)
     put("loop_on_new_inputs", replace_def(good(), "layer_norm", LOOPS_ON_NEW_INPUTS), "timeout", 1)
-    asks = replace_def(good(), "seed_statistics", "def seed_statistics():\n    return float(input('mean?')), 5.0, 5.0 ** 0.5")
+    asks = replace_def(good(), "statistics", "def statistics(x):\n    return float(input('mean?')), 5.0, 5.0 ** 0.5")
     put("calls_input", add_cell(asks, "name = input('What is your name?')", at=2), "graded", 4)
     put("os_exit", add_cell(good(), "import os\nos._exit(3)", at=5), "kernel-died", 0)
     put("segfault", add_cell(good(), "import ctypes\nctypes.string_at(0)", at=5), "kernel-died", 0)
@@ -256,7 +256,7 @@ def test_status_and_points(graded, learner):
     assert row["reason"]
     if row["exercise"] == "ex01_layernorm":
         assert float(row["max"]) == 5
-        parts = [float(row[c]) for c in ("ex01.seed_statistics", "ex01.layer_norm", "ex01.variance")]
+        parts = [float(row[c]) for c in ("ex01.statistics", "ex01.layer_norm", "ex01.variance")]
         assert sum(parts) == total
 
 
