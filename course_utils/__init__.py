@@ -8,6 +8,13 @@ Modules (import what you need; importing this package loads none of them, so it 
     widgets     explorers that also render statically
     diagrams    which elements share statistics: axis diagrams and the norm-axes explorer (chapter 03)
     display     cmp() and show_source()
+    norm_cost   LayerNorm vs RMSNorm timing and the ATen operators each dispatches (chapter 02)
+    model       TinyGPT and GPTConfig: norm (layernorm | rmsnorm) and placement (pre | post | peri) switches
+    attention   causal attention with QK-Norm, RoPE, softcapping and logit/entropy probes
+    data        the synthetic corpus (agreement, recall, copy) and its word tokenizer
+    training    the training loop with warmup, probes and a deterministic progress bar
+    experiments the stability lab: stability_sweep(), lr_sensitivity() (chapter 05)
+    grade       `python -m course_utils.grade SUBMISSIONS...`: the instructors' batch grader
     env         seed_everything(), pick_device(), environment_report()
     exercises   `python -m course_utils.exercises` writes exercises/ from solutions/
     nbtools     `python -m course_utils.nbtools execute ...` re-executes notebooks deterministically

@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["RotaryEmbedding", "CausalSelfAttention", "softcap", "attention_entropy"]
+__all__ = ["RotaryEmbedding", "CausalSelfAttention", "softcap", "attention_entropy", "qk_norm_bound"]
 
 
 def softcap(logits: torch.Tensor, cap: float) -> torch.Tensor:
@@ -36,6 +36,19 @@ def softcap(logits: torch.Tensor, cap: float) -> torch.Tensor:
 def attention_entropy(probs: torch.Tensor) -> torch.Tensor:
     """Entropy (nats) of each attention row, -sum p log p over the last dim (0 log 0 counts as 0)."""
     return -(probs * torch.log(probs.clamp_min(1e-30))).sum(-1)
+
+
+def qk_norm_bound(d_head: int, q_gain=None, k_gain=None) -> float:
+    """The largest |attention logit| per-head QK-Norm allows: sqrt(d_head) * max|g_q| * max|g_k|.
+
+    After RMSNorm without gains, |q| = |k| = sqrt(d_head), so |q . k| / sqrt(d_head) <= sqrt(d_head)
+    (Cauchy-Schwarz). A gain vector g stretches a vector by at most max|g|, and RoPE (applied after the
+    norm) changes no norm, so with gains |s| <= sqrt(d_head) * max|g_q| * max|g_k|. Unit gains give
+    sqrt(d_head): 4 for d_head = 16, 8 for d_head = 64, 11.3 for d_head = 128.
+    """
+    gq = 1.0 if q_gain is None else float(torch.as_tensor(q_gain).detach().abs().max())
+    gk = 1.0 if k_gain is None else float(torch.as_tensor(k_gain).detach().abs().max())
+    return math.sqrt(d_head) * gq * gk
 
 
 class RotaryEmbedding(nn.Module):

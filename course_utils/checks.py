@@ -169,6 +169,8 @@ class FunctionCheck:
     tolerance: float
     hint: str
     mistakes: dict = field(default_factory=dict)
+    nan_hint: str = ("your output contains NaN or inf: look for a division by zero (a statistic of 0 on a constant "
+                     "input); eps inside the square root keeps the denominator positive.")
 
     def cases(self, seed: int = 0) -> list:
         g = torch.Generator().manual_seed(seed)
@@ -186,7 +188,8 @@ class FunctionCheck:
             if not torch.isfinite(wrong_out).all():  # NaN - NaN is NaN, which no comparison rejects
                 continue
             werr, wnote = compare_tensor(output, wrong_out.to(torch.float64), self.tolerance)
-            close_to_reference = bool(torch.allclose(wrong_out.double(), case.expected, atol=self.tolerance, rtol=0))
+            close_to_reference = wrong_out.shape == case.expected.shape and bool(
+                torch.allclose(wrong_out.double(), case.expected, atol=self.tolerance, rtol=0))
             if not wnote and not close_to_reference:
                 return CaseResult(case.name, False, err, self.tolerance, note, mistake=hint)
         return CaseResult(case.name, False, err, self.tolerance, note)
@@ -226,9 +229,8 @@ class FunctionCheck:
         named = next((r.mistake for r in failed if r.mistake), None)
         if named:
             hint = named
-        elif any("NaN" in r.note for r in failed):
-            hint = ("NaN appears where the variance is 0 (a constant row): 0 / sqrt(0) is undefined. Add eps to "
-                    "the variance inside the square root: sqrt(var + eps).")
+        elif any("NaN" in r.note or "inf" in r.note for r in failed):
+            hint = self.nan_hint
         elif any("in place" in r.note for r in failed):
             hint = "work on a copy (x - mean creates a new tensor); do not use in-place ops like x.sub_() on the input."
         else:
@@ -309,6 +311,8 @@ LAYER_NORM_CHECK = FunctionCheck(
     tolerance=1e-4,
     hint="compute mean and variance over the last dim (dim=-1, keepdim=True), divide by n (unbiased=False), "
          "put eps inside the square root, then multiply by gamma and add beta.",
+    nan_hint="NaN appears where the variance is 0 (a constant row): 0 / sqrt(0) is undefined. Add eps to the "
+             "variance inside the square root: sqrt(var + eps).",
     mistakes={
         "your output matches LayerNorm with the *unbiased* variance (dividing by n - 1). "
         "LayerNorm uses the biased variance: x.var(dim=-1, unbiased=False), or ((x - mean)**2).mean(-1).": _ln_unbiased,

@@ -1,0 +1,435 @@
+"""The training-stability lab of chapter 05: one tiny GPT per (variant, learning rate), side by side.
+
+    result = stability_sweep([1e-2, 3e-2, 0.1, 0.3], variants=("baseline", "qk_norm"), preset="quick")
+    result                       # a table in Jupyter (HTML), or as text
+    result.get("baseline", 0.3).max_attn_logit
+    result.sensitivity()         # {variant: LR sensitivity (Wortsman et al. 2023)}
+
+Every run starts from the same initial weights (for a given variant and seed) and sees the same batches in
+the same order; only the learning rate and the attention variant differ. Each run records its loss curve,
+and every `record_every` steps the largest |attention logit| (before any softcap) and the mean attention
+entropy over all layers and heads.
+
+The variants (`VARIANTS`):
+
+* ``baseline``          plain attention, s = q·k / sqrt(d_head)
+* ``qk_norm``           per-head RMSNorm on q and k before RoPE (Qwen3, Gemma 3)
+* ``softcap``           s -> 50 tanh(s / 50) before the softmax (Gemma 2's attention cap)
+* ``qk_norm+softcap``   both
+
+What counts as a failed run (the stated definitions):
+
+* **diverged**: the training loss became NaN or infinite (training stops at that step), or the final
+  validation loss is not below the initial loss l0 (the run ended no better than the untrained model).
+* **degraded**: finite and below l0, but the final loss is more than `DEGRADED_MARGIN` (0.5 nats)
+  above the best final loss of the whole sweep: training went on, but the run lost most of what the
+  other runs learned (typically attention collapsed to one-hot and stopped carrying information).
+* **ok** otherwise. A run *survives* its learning rate when its status is ``ok``.
+
+A diverged run's loss is meaningless: the tables print the verdict, never the number.
+
+Presets (`PRESETS`): ``quick`` (CPU, about a minute for the chapter's grid), ``gpu`` (a bigger model, longer
+runs, bf16 autocast on CUDA), and ``auto`` (``gpu`` when `course_utils.env.pick_device()` finds CUDA, else
+``quick``).
+"""
+from __future__ import annotations
+
+import html
+import math
+import time
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field, replace
+
+import torch
+
+from .data import Corpus
+from .env import pick_device
+from .model import GPTConfig, TinyGPT
+from .training import ProgressBar, TrainConfig, evaluate, train
+
+__all__ = [
+    "VARIANTS", "PRESETS", "Preset", "DIVERGED_DEFINITION", "DEGRADED_MARGIN", "RunRecord", "SweepResult",
+    "resolve_preset", "build_run", "stability_sweep", "lr_sensitivity",
+]
+
+VARIANTS = {
+    "baseline": {},
+    "qk_norm": {"qk_norm": "head"},
+    "softcap": {"attn_softcap": 50.0},
+    "qk_norm+softcap": {"qk_norm": "head", "attn_softcap": 50.0},
+}
+
+DEGRADED_MARGIN = 0.5  # nats above the sweep's best final loss
+DIVERGED_DEFINITION = (
+    "diverged: the training loss became NaN/inf, or the final validation loss is not below the initial loss "
+    f"l0; degraded: finite and below l0 but more than {DEGRADED_MARGIN} nats above the sweep's best final loss"
+)
+
+
+@dataclass(frozen=True)
+class Preset:
+    """Everything about a sweep except the learning rate and the variant."""
+
+    name: str
+    model: dict  # GPTConfig fields (vocab_size comes from the corpus)
+    train: dict  # TrainConfig fields (lr comes from the grid)
+    n_sentences: int  # corpus size
+    device: str  # the default device
+    lrs: tuple  # the grid the chapter uses
+    threads: int | None = None  # torch threads on CPU during the sweep (None: leave as is)
+    eval_batches: int = 4
+    eval_batch_size: int = 32
+
+
+PRESETS = {
+    # 2 layers, d_model 64: ~100k parameters; 200 steps of 8 x 64 tokens. One thread makes the numbers the
+    # same on every machine with the same CPU kind, and is as fast as two for a model this small.
+    "quick": Preset(
+        name="quick",
+        model=dict(n_layer=2, n_head=4, d_model=64, block_size=64),
+        train=dict(steps=200, batch_size=8, block_size=64, warmup=30, betas=(0.9, 0.95), weight_decay=0.0,
+                   record_every=10, amp=False),
+        n_sentences=8000, device="cpu", lrs=(1e-2, 3e-2, 0.1, 0.3), threads=1,
+    ),
+    # 4 layers, d_model 256, 8 heads: ~3.2M parameters; 600 steps of 32 x 128 tokens in bf16 autocast.
+    "gpu": Preset(
+        name="gpu",
+        model=dict(n_layer=4, n_head=8, d_model=256, block_size=128),
+        train=dict(steps=600, batch_size=32, block_size=128, warmup=60, betas=(0.9, 0.95), weight_decay=0.0,
+                   record_every=20, amp=True),
+        n_sentences=40000, device="cuda", lrs=(1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3), eval_batches=8,
+        eval_batch_size=64,
+    ),
+}
+
+
+def resolve_preset(preset: str = "auto") -> Preset:
+    """The Preset for a name; "auto" is "gpu" when pick_device() finds CUDA, else "quick"."""
+    if preset == "auto":
+        preset = "gpu" if pick_device().type == "cuda" else "quick"
+    if preset not in PRESETS:
+        raise ValueError(f"preset must be one of {sorted(PRESETS) + ['auto']}, got {preset!r}")
+    return PRESETS[preset]
+
+
+_CORPORA: dict = {}
+
+
+def _corpus(n_sentences: int) -> Corpus:
+    if n_sentences not in _CORPORA:  # the same text every time: build it once per process
+        _CORPORA[n_sentences] = Corpus(n_sentences=n_sentences)
+    return _CORPORA[n_sentences]
+
+
+def build_run(preset: Preset | str, variant: str, lr: float, seed: int = 0, steps: int | None = None):
+    """(GPTConfig, TrainConfig, Corpus) of one run of the sweep; builds nothing on any device."""
+    preset = resolve_preset(preset) if isinstance(preset, str) else preset
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {list(VARIANTS)}, got {variant!r}")
+    if not lr > 0:
+        raise ValueError(f"learning rates must be positive, got {lr!r}")
+    corpus = _corpus(preset.n_sentences)
+    model_cfg = GPTConfig(vocab_size=corpus.vocab_size, **preset.model, **VARIANTS[variant])
+    train_cfg = TrainConfig(lr=float(lr), seed=seed, **preset.train)
+    if steps is not None:
+        train_cfg = replace(train_cfg, steps=steps, warmup=min(train_cfg.warmup, max(1, steps // 4)))
+    return model_cfg, train_cfg, corpus
+
+
+# ----------------------------------------------------------------------------------------------------
+# records and the result table
+# ----------------------------------------------------------------------------------------------------
+@dataclass
+class RunRecord:
+    """One training run of the sweep. Fields can also be read as record["final_loss"]."""
+
+    variant: str
+    lr: float
+    final_loss: float  # validation loss after training; inf when diverged
+    initial_loss: float  # validation loss of the untrained model (l0)
+    max_attn_logit: float  # the largest |q·k|/sqrt(d_head) seen at any probe step (before any softcap)
+    diverged: bool
+    diverged_at: int | None = None  # the step whose loss was not finite, if any
+    status: str = "ok"  # "ok" | "degraded" | "diverged" (see the module's docstring)
+    losses: list = field(default_factory=list)  # training loss per step (finite steps only)
+    probe_steps: list = field(default_factory=list)
+    max_logit: list = field(default_factory=list)  # per probe step: max over layers and heads
+    entropy: list = field(default_factory=list)  # per probe step: mean over layers, heads and rows (nats)
+    tokens: int = 0  # tokens trained on
+    seconds: float = 0.0  # wall time of the run (varies by machine: never printed in a stored output)
+
+    @property
+    def survived(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def final_entropy(self) -> float:
+        return self.entropy[-1] if self.entropy else math.nan
+
+    def __getitem__(self, key):
+        if key == "survived":
+            return self.survived
+        return getattr(self, key)
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d["survived"] = self.survived
+        return d
+
+
+def _fmt_loss(r: RunRecord) -> str:
+    if r.status == "diverged":
+        return "diverged" + (f" (step {r.diverged_at})" if r.diverged_at is not None else "")
+    return f"{r.final_loss:.2f}"
+
+
+def _fmt_logit(v: float) -> str:
+    if math.isnan(v):
+        return "n/a"  # no probe step was recorded
+    if not math.isfinite(v):
+        return "inf"
+    return f"{v:.1f}" if v < 100 else f"{v:.1e}"
+
+
+_STATUS_MARK = {"ok": "✓ ok", "degraded": "✗ degraded", "diverged": "✗ diverged"}
+
+
+class SweepResult:
+    """The records of a sweep, with the views the chapter needs; displays as a table."""
+
+    def __init__(self, records, preset: Preset, device: str):
+        self.records = list(records)
+        self.preset, self.device = preset, device
+        self.definition = DIVERGED_DEFINITION
+        self._classify()
+
+    def _classify(self) -> None:
+        finite = [r.final_loss for r in self.records if not r.diverged]
+        best = min(finite, default=math.inf)
+        for r in self.records:
+            if r.diverged:
+                r.status = "diverged"
+            elif r.final_loss > best + DEGRADED_MARGIN:
+                r.status = "degraded"
+            else:
+                r.status = "ok"
+
+    # -- access ---------------------------------------------------------------------------------------
+    def __iter__(self):
+        return iter(self.records)
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def __getitem__(self, i):
+        return self.records[i]
+
+    @property
+    def variants(self) -> list:
+        return list(dict.fromkeys(r.variant for r in self.records))
+
+    @property
+    def lrs(self) -> list:
+        return sorted({r.lr for r in self.records})
+
+    def of(self, variant: str) -> list:
+        """The records of one variant, by increasing learning rate."""
+        return sorted((r for r in self.records if r.variant == variant), key=lambda r: r.lr)
+
+    def get(self, variant: str, lr: float) -> RunRecord:
+        for r in self.records:
+            if r.variant == variant and math.isclose(r.lr, lr, rel_tol=1e-9):
+                return r
+        raise KeyError(f"no run for variant {variant!r} at lr {lr:g}")
+
+    def sensitivity(self, lrs=None) -> dict:
+        """{variant: LR sensitivity} over each variant's grid (or over `lrs`, when given)."""
+        out = {}
+        for v in self.variants:
+            runs = [r for r in self.of(v) if lrs is None or any(math.isclose(r.lr, x) for x in lrs)]
+            out[v] = lr_sensitivity([r.final_loss for r in runs], [r.initial_loss for r in runs])
+        return out
+
+    def survival(self) -> dict:
+        """{variant: {lr: status}}."""
+        return {v: {r.lr: r.status for r in self.of(v)} for v in self.variants}
+
+    # -- display --------------------------------------------------------------------------------------
+    def rows(self) -> list:
+        """One dict of formatted strings per run (the table's rows)."""
+        return [
+            {"variant": r.variant, "lr": f"{r.lr:g}", "final loss": _fmt_loss(r),
+             "max |attn logit|": _fmt_logit(r.max_attn_logit),
+             "final entropy": "n/a" if math.isnan(r.final_entropy) else f"{r.final_entropy:.2f}",
+             "verdict": _STATUS_MARK[r.status]}
+            for v in self.variants for r in self.of(v)
+        ]
+
+    def survival_rows(self) -> list:
+        lrs = self.lrs
+        table = self.survival()
+        return [{"variant": v, **{f"lr {lr:g}": _STATUS_MARK[table[v][lr]].split()[0] if lr in table[v] else "·"
+                                  for lr in lrs}} for v in self.variants]
+
+    def _title(self) -> str:
+        return f"stability sweep: preset {self.preset.name!r} on {self.device}, {len(self)} runs"
+
+    def __repr__(self) -> str:
+        rows = self.rows()
+        sens = self.sensitivity()
+        lines = [self._title(), _text_table(rows), "",
+                 "LR sensitivity: " + ", ".join(f"{v} {s:.2f}" for v, s in sens.items()),
+                 "(" + self.definition + ")"]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        sens = self.sensitivity()
+        return (
+            f"<div><b>{html.escape(self._title())}</b>{_html_table(self.rows())}"
+            f"<p>LR sensitivity (mean over the grid of min(loss, l0) − best loss): "
+            + ", ".join(f"{html.escape(v)} <b>{s:.2f}</b>" for v, s in sens.items())
+            + f"</p><p style='font-size:85%'>{html.escape(self.definition)}</p></div>"
+        )
+
+    def survival_table(self) -> "Table":
+        """Which variant survives which learning rate: ✓ (ok) or ✗ (degraded or diverged)."""
+        return Table(self.survival_rows(), "which variant survives which learning rate (✓ ok, ✗ failed)")
+
+
+class Table:
+    """A list of dict rows shown as an HTML table in Jupyter and as aligned text elsewhere."""
+
+    def __init__(self, rows: list, title: str = ""):
+        self.rows, self.title = rows, title
+
+    def __repr__(self) -> str:
+        return (self.title + "\n" if self.title else "") + _text_table(self.rows)
+
+    def _repr_html_(self) -> str:
+        title = f"<b>{html.escape(self.title)}</b>" if self.title else ""
+        return f"<div>{title}{_html_table(self.rows)}</div>"
+
+
+def _text_table(rows: list) -> str:
+    if not rows:
+        return "(no runs)"
+    cols = list(rows[0])
+    width = {c: max(len(c), *(len(str(r[c])) for r in rows)) for c in cols}
+    head = " | ".join(c.ljust(width[c]) for c in cols)
+    rule = "-+-".join("-" * width[c] for c in cols)
+    body = [" | ".join(str(r[c]).ljust(width[c]) for c in cols) for r in rows]
+    return "\n".join([head, rule, *body])
+
+
+def _html_table(rows: list) -> str:
+    if not rows:
+        return "<p>(no runs)</p>"
+    cols = list(rows[0])
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
+
+    def cell(value: str) -> str:
+        colour = "#009E73" if value.startswith("✓") else "#D55E00" if value.startswith("✗") else None
+        style = f" style='color:{colour};font-weight:bold'" if colour else ""
+        return f"<td{style}>{html.escape(str(value))}</td>"
+
+    body = "".join("<tr>" + "".join(cell(r[c]) for c in cols) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+# ----------------------------------------------------------------------------------------------------
+# LR sensitivity
+# ----------------------------------------------------------------------------------------------------
+def lr_sensitivity(final_losses, initial_loss) -> float:
+    """Wortsman et al. 2023 (arXiv 2309.14322): E over the LR grid of [min(loss(lr), l0) - best loss].
+
+    final_losses: the final loss at each learning rate of the grid (inf or NaN for a diverged run);
+    initial_loss: l0, the loss at initialization (one number, or one per run). Capping each loss at l0
+    makes a diverged run count as "learned nothing" instead of as an arbitrary huge number. The best loss
+    is the smallest over the grid. 0 means every learning rate did as well as the best one.
+    """
+    losses = [float(v) for v in final_losses]
+    if not losses:
+        raise ValueError("lr_sensitivity needs at least one final loss")
+    l0 = list(initial_loss) if isinstance(initial_loss, (list, tuple)) else [float(initial_loss)] * len(losses)
+    if len(l0) != len(losses):
+        raise ValueError(f"got {len(losses)} final losses but {len(l0)} initial losses")
+    capped = [min(v, z) if math.isfinite(v) else z for v, z in zip(losses, l0)]
+    best = min(capped)
+    return sum(c - best for c in capped) / len(capped)
+
+
+# ----------------------------------------------------------------------------------------------------
+# the sweep
+# ----------------------------------------------------------------------------------------------------
+@contextmanager
+def _threads(n: int | None, device: torch.device):
+    if n is None or device.type != "cpu":
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _run_one(preset: Preset, variant: str, lr: float, seed: int, device: torch.device, steps, progress) -> RunRecord:
+    model_cfg, train_cfg, corpus = build_run(preset, variant, lr, seed, steps)
+    torch.manual_seed(seed)  # the same initial weights for every learning rate
+    model = TinyGPT(model_cfg).to(device)
+    eval_kw = dict(batch_size=preset.eval_batch_size, block_size=train_cfg.block_size, batches=preset.eval_batches,
+                   device=device, amp=train_cfg.amp)
+    initial = evaluate(model, corpus, **eval_kw)
+    bar = ProgressBar(train_cfg.steps, f"{variant:>15s} lr {lr:<6g}") if progress else None
+    start = time.perf_counter()
+    history = train(model, corpus, train_cfg, label=variant, device=device, progress=False,
+                    callback=(lambda step, m, loss: bar.update()) if bar else None)
+    final = math.inf if history.diverged else evaluate(model, corpus, **eval_kw)
+    seconds = time.perf_counter() - start
+    if not math.isfinite(final):
+        final = math.inf
+    max_logit = [v if math.isfinite(v) else math.inf for v in history.max_logit]
+    diverged = history.diverged or not final < initial
+    record = RunRecord(
+        variant=variant, lr=float(lr), final_loss=math.inf if history.diverged else final,
+        initial_loss=initial, max_attn_logit=max(max_logit, default=math.nan), diverged=diverged,
+        diverged_at=history.diverged_at, losses=history.losses, probe_steps=history.probe_steps,
+        max_logit=max_logit, entropy=history.entropy,
+        tokens=len(history.losses) * train_cfg.batch_size * train_cfg.block_size, seconds=seconds,
+    )
+    if bar:
+        bar.close(("diverged" + (f" at step {history.diverged_at}" if history.diverged_at is not None else ""))
+                  if diverged else "done")
+    return record
+
+
+def stability_sweep(lrs=None, variants=("baseline", "qk_norm"), preset: str = "quick", seed: int = 0,
+                    device=None, *, steps: int | None = None, progress: bool = True) -> SweepResult:
+    """Train one tiny GPT per (variant, learning rate) and return their records as a SweepResult.
+
+    lrs: the learning-rate grid (None: the preset's). variants: names from VARIANTS. preset: "quick",
+    "gpu" or "auto". device: None for the preset's (cpu for quick, cuda for gpu). steps overrides the
+    preset's number of steps (for tests). Runs go variant by variant, each LR grid in increasing order;
+    each prints one progress line.
+    """
+    spec = resolve_preset(preset)
+    lrs = list(spec.lrs if lrs is None else lrs)
+    if not lrs:
+        raise ValueError("give at least one learning rate")
+    variants = [variants] if isinstance(variants, str) else list(variants)
+    for v in variants:
+        if v not in VARIANTS:
+            raise ValueError(f"variant must be one of {list(VARIANTS)}, got {v!r}")
+    if device is None:
+        if spec.device == "cuda" and not torch.cuda.is_available():
+            raise RuntimeError("the 'gpu' preset needs a CUDA GPU and none was found: use preset='quick' or 'auto' "
+                               "(or pass device='cpu' explicitly, which is slow)")
+        device = spec.device
+    device = torch.device(device)
+    records = []
+    with _threads(spec.threads, device):
+        for v in variants:
+            for lr in sorted(lrs):
+                records.append(_run_one(spec, v, lr, seed, device, steps, progress))
+    return SweepResult(records, spec, device.type)

@@ -1,0 +1,316 @@
+"""Chapter 05's lab: the stability sweep, its verdicts and LR sensitivity, the presets, exercise 05's checks, the benchmark."""
+import importlib.util
+import math
+
+import pytest
+import torch
+
+from course_utils import checks_ex05 as ex05
+from course_utils import experiments
+from course_utils.attention import CausalSelfAttention, qk_norm_bound
+from course_utils.experiments import (
+    PRESETS, RunRecord, SweepResult, build_run, lr_sensitivity, resolve_preset, stability_sweep,
+)
+from course_utils.model import GPTConfig, TinyGPT, parameter_count
+
+from conftest import ROOT
+
+
+# ----------------------------------------------------------------------------------------------------
+# LR sensitivity (Wortsman et al. 2023)
+# ----------------------------------------------------------------------------------------------------
+def test_lr_sensitivity_by_hand():
+    assert lr_sensitivity([2.0, 2.0, 2.0], 4.0) == 0.0
+    assert lr_sensitivity([2.0, 3.0], 4.0) == pytest.approx(0.5)
+    # a diverged run (inf or NaN) and a run worse than l0 both count as l0
+    assert lr_sensitivity([2.0, math.inf, math.nan, 9.0], 4.0) == pytest.approx((0 + 2 + 2 + 2) / 4)
+    assert lr_sensitivity([2.0, 5.0], [4.0, 4.5]) == pytest.approx(1.25)  # one l0 per run
+    with pytest.raises(ValueError):
+        lr_sensitivity([], 4.0)
+    with pytest.raises(ValueError):
+        lr_sensitivity([1.0, 2.0], [4.0])
+
+
+def test_lr_sensitivity_uses_the_best_loss_of_the_grid_not_a_fixed_one():
+    assert lr_sensitivity([3.0, 3.5], 4.0) == pytest.approx(0.25)
+    assert lr_sensitivity([math.inf, math.inf], 4.0) == 0.0  # all diverged: equally bad everywhere
+
+
+# ----------------------------------------------------------------------------------------------------
+# verdicts and tables, on hand-made records
+# ----------------------------------------------------------------------------------------------------
+def record(variant, lr, final, diverged=False, max_logit=10.0, diverged_at=None):
+    return RunRecord(variant=variant, lr=lr, final_loss=final, initial_loss=4.2, max_attn_logit=max_logit,
+                     diverged=diverged, diverged_at=diverged_at, entropy=[2.0, 1.0], probe_steps=[0, 10],
+                     max_logit=[1.0, max_logit])
+
+
+def fake_result():
+    return SweepResult([
+        record("baseline", 0.01, 2.1), record("baseline", 0.1, 2.7, max_logit=3e4),
+        record("baseline", 1.0, math.inf, diverged=True, max_logit=math.inf, diverged_at=17),
+        record("qk_norm", 0.01, 2.0), record("qk_norm", 0.1, 2.2), record("qk_norm", 1.0, 2.45),
+    ], PRESETS["quick"], "cpu")
+
+
+def test_statuses_follow_the_stated_definition():
+    r = fake_result()
+    assert r.survival() == {"baseline": {0.01: "ok", 0.1: "degraded", 1.0: "diverged"},
+                            "qk_norm": {0.01: "ok", 0.1: "ok", 1.0: "ok"}}  # 2.45 is within 0.5 of the best 2.0
+    assert not r.get("baseline", 0.1).survived and r.get("qk_norm", 1.0)["survived"]
+    assert r.get("baseline", 1.0)["final_loss"] == math.inf
+    assert r.lrs == [0.01, 0.1, 1.0] and r.variants == ["baseline", "qk_norm"]
+    with pytest.raises(KeyError):
+        r.get("softcap", 0.1)
+    sens = r.sensitivity()
+    assert sens["baseline"] == pytest.approx((0 + 0.6 + 2.1) / 3) and sens["qk_norm"] == pytest.approx((0 + 0.2 + 0.45) / 3)
+    assert r.sensitivity(lrs=[0.01, 0.1])["baseline"] == pytest.approx(0.3)
+    assert "diverged" in experiments.DIVERGED_DEFINITION and "degraded" in experiments.DIVERGED_DEFINITION
+
+
+def test_tables_print_verdicts_never_a_diverged_loss():
+    r = fake_result()
+    text, page = repr(r), r._repr_html_()
+    assert "diverged (step 17)" in text and "✗ degraded" in text and "✓ ok" in text
+    assert "LR sensitivity" in text and "baseline" in page and "<table>" in page
+    rows = text.split("LR sensitivity")[0].splitlines()[3:]  # title, header and rule come first
+    final_losses = [line.split("|")[2] for line in rows if "|" in line]
+    assert len(final_losses) == 6 and not any("inf" in c or "nan" in c for c in final_losses)
+    survival = r.survival_table()
+    assert "✗" in repr(survival) and "<table>" in survival._repr_html_() and "lr 0.1" in repr(survival)
+    assert "<script" not in page
+
+
+def test_record_reads_like_a_mapping_and_a_dict():
+    rec = record("qk_norm", 0.3, 2.2)
+    assert rec["variant"] == "qk_norm" and rec["lr"] == 0.3 and rec.final_entropy == 1.0
+    assert {"variant", "lr", "final_loss", "max_attn_logit", "diverged", "survived"} <= set(rec.as_dict())
+
+
+# ----------------------------------------------------------------------------------------------------
+# presets and construction (the gpu preset is built on the CPU: there may be no GPU here)
+# ----------------------------------------------------------------------------------------------------
+def test_auto_preset_follows_the_device(monkeypatch):
+    monkeypatch.setenv("COURSE_DEVICE", "cpu")
+    assert resolve_preset("auto").name == "quick"
+    monkeypatch.setattr(experiments, "pick_device", lambda: torch.device("cuda"))
+    assert resolve_preset("auto").name == "gpu"
+    with pytest.raises(ValueError, match="preset"):
+        resolve_preset("huge")
+
+
+def test_quick_preset_is_the_specified_model():
+    cfg, train_cfg, corpus = build_run("quick", "qk_norm", 0.3)
+    assert (cfg.n_layer, cfg.d_model, cfg.n_head, cfg.qk_norm) == (2, 64, 4, "head")
+    assert train_cfg.steps == 200 and train_cfg.lr == 0.3 and train_cfg.amp is False
+    assert max(PRESETS["quick"].lrs) == 0.3
+
+
+@pytest.mark.parametrize("variant", list(experiments.VARIANTS))
+def test_gpu_preset_builds_on_cpu(variant):
+    cfg, train_cfg, corpus = build_run("gpu", variant, 0.1)
+    assert train_cfg.amp and cfg.d_model > PRESETS["quick"].model["d_model"] and train_cfg.steps > 200
+    model = TinyGPT(cfg)
+    assert sum(p.numel() for p in model.parameters()) == parameter_count(cfg) > 1_000_000
+    logits = model(torch.randint(0, cfg.vocab_size, (1, 16)))
+    assert logits.shape == (1, 16, cfg.vocab_size)
+    assert (cfg.qk_norm == "head") == ("qk_norm" in variant) and (cfg.attn_softcap == 50.0) == ("softcap" in variant)
+
+
+@pytest.mark.slow
+def test_gpu_preset_trains_a_step_on_cpu_when_asked(monkeypatch):
+    from dataclasses import replace
+
+    # the gpu preset's model and training steps, with a token-sized evaluation so that the CPU finishes quickly
+    monkeypatch.setitem(PRESETS, "gpu", replace(PRESETS["gpu"], eval_batches=1, eval_batch_size=2))
+    r = stability_sweep([0.01], variants=("qk_norm+softcap",), preset="gpu", device="cpu", steps=1, progress=False)
+    rec = r[0]
+    assert r.preset.name == "gpu" and r.device == "cpu" and len(rec.losses) == 1
+    assert rec.tokens == 32 * 128 and math.isfinite(rec.max_attn_logit) and rec.probe_steps == [0]
+
+
+def test_gpu_preset_without_cuda_says_so(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(RuntimeError, match="CUDA"):
+        stability_sweep([0.1], preset="gpu")
+
+
+def test_bad_arguments_are_rejected():
+    with pytest.raises(ValueError, match="variant"):
+        stability_sweep([0.1], variants=("layernorm",))
+    with pytest.raises(ValueError, match="positive"):
+        build_run("quick", "baseline", -1.0)
+    with pytest.raises(ValueError, match="learning rate"):
+        stability_sweep([])
+
+
+# ----------------------------------------------------------------------------------------------------
+# real sweeps
+# ----------------------------------------------------------------------------------------------------
+def test_a_short_sweep_is_deterministic_restores_threads_and_shows_progress(capsys):
+    threads = torch.get_num_threads()
+    a = stability_sweep([0.01, 0.3], variants=("baseline",), steps=12)
+    b = stability_sweep([0.01, 0.3], variants="baseline", steps=12, progress=False)
+    assert torch.get_num_threads() == threads
+    err = capsys.readouterr().err
+    assert err.count("\n") == 2 and err.count("12/12  ") == 2 and "baseline lr 0.3" in err
+    assert [r.losses for r in a] == [r.losses for r in b] and [r.max_logit for r in a] == [r.max_logit for r in b]
+    rec = a.get("baseline", 0.01)
+    assert len(rec.losses) == 12 and rec.probe_steps == [0, 10, 11] and len(rec.entropy) == 3
+    assert rec.tokens == 12 * 8 * 64 and math.isfinite(rec.final_loss) and rec.initial_loss > 4.0
+
+
+def test_an_absurd_learning_rate_is_a_diverged_verdict():
+    r = stability_sweep([1e3], variants=("baseline",), steps=25, progress=False)
+    rec = r[0]
+    assert rec.diverged and rec.status == "diverged" and not rec.survived
+    assert "diverged" in repr(r)
+
+
+@pytest.mark.slow
+def test_quick_preset_shows_the_mechanism_within_200_steps():
+    """The issue's acceptance claim: at lr 0.3 the 2-layer d_model 64 model's max logit explodes, QK-Norm's stays bounded."""
+    r = stability_sweep([0.3], variants=("baseline", "qk_norm"), preset="quick", progress=False)
+    base, qk = r.get("baseline", 0.3), r.get("qk_norm", 0.3)
+    assert base.max_attn_logit >= 1e4 * base.max_logit[0]  # orders of magnitude above its start
+    assert base.max_attn_logit >= 100 * qk.max_attn_logit
+    assert qk.max_attn_logit < 1000 and qk.final_loss < base.final_loss
+    assert base.final_entropy < 0.1 < qk.final_entropy
+
+
+# ----------------------------------------------------------------------------------------------------
+# the attention bound used by the chapter
+# ----------------------------------------------------------------------------------------------------
+def test_qk_norm_bound_holds_with_learned_gains():
+    torch.manual_seed(0)
+    layer = CausalSelfAttention(GPTConfig(d_model=64, n_head=4, n_kv_head=2, qk_norm="head", block_size=16))
+    with torch.no_grad():
+        layer.q_proj.weight.mul_(1e3)
+        layer.k_proj.weight.mul_(1e3)
+        layer.q_norm.weight.copy_(torch.rand(16) * 4 - 2)
+        layer.k_norm.weight.copy_(torch.rand(16) * 4 - 2)
+    layer.record = True
+    for _ in range(5):
+        layer(torch.randn(2, 16, 64) * 100)
+        assert layer.stats["max_logit"].max() <= qk_norm_bound(16, layer.q_norm.weight, layer.k_norm.weight) + 1e-3
+    assert qk_norm_bound(16) == 4.0 and qk_norm_bound(64, torch.tensor([0.5]), torch.tensor([-3.0])) == 12.0
+
+
+# ----------------------------------------------------------------------------------------------------
+# exercise 05's checks
+# ----------------------------------------------------------------------------------------------------
+def right_attention(x, wq, wk, wv, wo, q_gain, k_gain, n_head, n_kv_head):
+    return ex05.functional_attention(x, wq, wk, wv, wo, q_gain, k_gain, n_head, n_kv_head).float()
+
+
+def test_functional_attention_equals_the_chapter_layer():
+    for case in ex05.QK_NORM_ATTENTION_CHECK.cases(seed=3):
+        assert torch.allclose(ex05.functional_attention(*case.args), case.expected, atol=1e-9)
+
+
+MISTAKES = {
+    "full width": dict(norm="rms_full"),
+    "after* RoPE": dict(order="rope_then_norm"),
+    "LayerNorm": dict(norm="layer_head"),
+    "1/sqrt(d_head)": dict(scale=False),
+    "causal mask": dict(causal=False),
+    "repeat_interleave": dict(kv_map="tile"),
+    "without the gains": dict(gains=False),
+    "without any QK-Norm": dict(norm="none"),
+}
+
+
+@pytest.mark.parametrize("words", list(MISTAKES))
+def test_attention_mistakes_are_rejected_with_their_hint(words):
+    wrong = lambda *a: ex05.functional_attention(*a, **MISTAKES[words]).float()
+    report = ex05.QK_NORM_ATTENTION_CHECK.evaluate(wrong)
+    assert report.status == "failed" and words in report.hint, report.text()
+
+
+def test_attention_check_accepts_right_and_catches_the_rest(capsys):
+    assert ex05.check_qk_norm_attention(right_attention).passed
+    names = " ".join(c.name for c in ex05.QK_NORM_ATTENTION_CHECK.cases())
+    assert "grouped-query" in names and "multi-query" in names and "single token" in names
+    assert ex05.QK_NORM_ATTENTION_CHECK.evaluate(lambda *a: (_ for _ in ()).throw(NotImplementedError())).status == "not-implemented"
+
+    def in_place(x, *rest):
+        out = right_attention(x, *rest)
+        x.mul_(2)
+        return out
+
+    assert "in place" in ex05.QK_NORM_ATTENTION_CHECK.evaluate(in_place).text()
+    assert "✅" in capsys.readouterr().out
+
+
+def test_softcap_check():
+    assert ex05.check_softcap(lambda s, cap: cap * torch.tanh(s / cap)).passed
+    for wrong, words in [(lambda s, cap: cap * torch.tanh(s), "without dividing"),
+                         (lambda s, cap: torch.tanh(s / cap), "without multiplying"),
+                         (lambda s, cap: s.clamp(-cap, cap), "hard clip")]:
+        report = ex05.SOFTCAP_CHECK.evaluate(wrong)
+        assert report.status == "failed" and words in report.hint
+
+
+def test_entropy_check():
+    right = lambda p: -torch.special.xlogy(p, p).sum(-1)
+    assert ex05.check_attention_entropy(right).passed
+    for wrong, words in [(lambda p: -torch.special.xlogy(p, p).sum(-1) / math.log(2), "bits"),
+                         (lambda p: torch.special.xlogy(p, p).sum(-1), "minus sign"),
+                         (lambda p: -torch.special.xlogy(p, p).mean(-1), "mean over keys"),
+                         (lambda p: -torch.special.xlogy(p, p).sum(-2), "wrong dimension"),
+                         (lambda p: -(p * torch.log(p)).sum(-1), "0 * log 0")]:
+        report = ex05.ENTROPY_CHECK.evaluate(wrong)
+        assert report.status == "failed" and words in report.hint, (words, report.hint)
+
+
+def test_mini_sweep_check(capsys, monkeypatch):
+    def result(variants=("baseline", "qk_norm"), lrs=(0.01, 0.3), base_logit=1e5):
+        recs = [record(v, lr, 2.2, max_logit=(base_logit if v == "baseline" and lr == 0.3 else 20.0))
+                for v in variants for lr in lrs]
+        return SweepResult(recs, PRESETS["quick"], "cpu")
+
+    def not_yet():
+        raise NotImplementedError()
+
+    assert ex05.check_mini_sweep(lambda: result()) is not None
+    assert ex05.check_mini_sweep(not_yet) is None
+    assert ex05.check_mini_sweep(lambda: result(lrs=(0.01, 0.1))) is None
+    assert ex05.check_mini_sweep(lambda: result(variants=("baseline", "softcap"))) is None
+    assert ex05.check_mini_sweep(lambda: result(base_logit=100.0)) is None
+    assert ex05.check_mini_sweep(lambda: {"baseline": 1}) is None
+    out = capsys.readouterr().out
+    assert out.count("✅") == 1 and out.count("❌") == 4 and "not implemented yet" in out
+    assert "learning rates" in out and "variants" in out and "100x" in out
+
+
+def test_exercise_question():
+    from course_utils.checks import check_choice
+
+    assert check_choice("ex05.curve", "b").passed and not check_choice("ex05.curve", "c").passed
+
+
+# ----------------------------------------------------------------------------------------------------
+# the benchmark (its GPU part is constructed here and skipped without CUDA)
+# ----------------------------------------------------------------------------------------------------
+def load_bench():
+    spec = importlib.util.spec_from_file_location("bench_sweep", ROOT / "benchmarks" / "bench_sweep.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bench_plain_model_computes_the_same_math():
+    bench = load_bench()
+    tiny, plain, cfg, corpus = bench._models("quick")
+    idx = torch.randint(0, corpus.vocab_size, (2, 32))
+    assert torch.allclose(tiny(idx), plain(idx), atol=1e-5)
+    result = bench.step_time_ratio(rounds=3, warmup=1)
+    assert result["ratio"] > 0 and set(result["seconds"]) == {"TinyGPT", "PlainGPT"}
+
+
+def test_bench_gpu_part_is_built_on_cpu_and_skipped_without_cuda(monkeypatch):
+    bench = load_bench()
+    plan = bench.gpu_plan()
+    assert plan["train"].amp and plan["tokens_per_step"] == 32 * 128 and plan["sweep_runs"] == 24
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert "no CUDA" in bench.gpu_benchmark()["skipped"]
