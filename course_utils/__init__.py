@@ -12,6 +12,7 @@ Modules (import what you need; importing this package loads none of them, so it 
     model       TinyGPT and GPTConfig: norm (layernorm | rmsnorm) and placement (pre | post | peri) switches
     attention   causal attention with QK-Norm, RoPE, softcapping and logit/entropy probes
     data        the synthetic corpus (agreement, recall, copy) and its word tokenizer
+    probes      opt-in gradient-norm, hidden-norm and attention probes (context managers, chapter 04)
     training    the training loop with warmup, probes and a deterministic progress bar
     experiments the stability lab: stability_sweep(), lr_sensitivity() (chapter 05)
     grade       `python -m course_utils.grade SUBMISSIONS...`: the instructors' batch grader

@@ -75,7 +75,11 @@ class MLP(nn.Module):
 
 
 class Block(nn.Module):
-    """One transformer block; `placement` decides where its two norms sit."""
+    """One transformer block; `placement` decides where its two norms sit.
+
+    norm1 belongs to attention, norm2 to the MLP. The residual stream x is the "highway": in pre and
+    peri it is only ever added to; in post every sum passes through a norm.
+    """
 
     def __init__(self, cfg: GPTConfig):
         super().__init__()

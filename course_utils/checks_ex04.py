@@ -1,0 +1,368 @@
+"""Checks for exercise 04 (residual norms): Pre-LN and Post-LN block forwards, per-layer gradient norms.
+
+The learner's functions take plain data (tensors, a dict of a block's or a model's weights, strings),
+so the instructors' grader can call them in the learner's kernel. The sub-layers themselves are given:
+
+    norm(x, params, "norm1")      the block's first (or second) norm, with its own weights
+    attention(x, params)          the block's causal self-attention
+    mlp(x, params)                the block's MLP
+
+so the exercise is only about *where the norm sits*. The reference is `course_utils.model.Block`
+loaded with the same weights; the cases shake the norms' gains and biases away from (1, 0) so that a
+swapped norm1/norm2 or a missing norm shows, and use both LayerNorm and RMSNorm.
+
+    ✅ pre_ln_block: all 4 cases match the reference (max abs error below 1e-06, tolerance 1e-04)
+    ❌ post_ln_block: 4 of 4 cases differ from the reference
+       ✗ LayerNorm block, 2×8 tokens of width 32: max abs error 2.1 > tolerance 1e-04
+       Hint: your output matches the Pre-LN block ...
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .checks import Case, CheckReport, FunctionCheck, Graded, MultipleChoice
+from .model import Block, GPTConfig, TinyGPT, lm_loss
+from .probes import gradient_profile
+
+__all__ = [
+    "CHECKS", "QUESTIONS", "GRADED", "PRE_LN_CHECK", "POST_LN_CHECK", "GRAD_NORMS_CHECK",
+    "norm", "attention", "mlp", "block_from_params", "model_from_state",
+    "check_pre_ln_block", "check_post_ln_block", "check_layer_grad_norms", "example_block", "example_model",
+]
+
+N_HEAD = 4
+
+
+# ----------------------------------------------------------------------------------------------------
+# the given sub-layers: a Block rebuilt from a dict of its weights
+# ----------------------------------------------------------------------------------------------------
+def _config_of(params: dict, placement: str = "pre", n_layer: int = 1, vocab_size: int = 64) -> GPTConfig:
+    prefix = next(k for k in params if k.endswith("norm1.weight")).removesuffix("norm1.weight")
+    d = params[prefix + "norm1.weight"].shape[0]
+    layernorm = (prefix + "norm1.bias") in params
+    return GPTConfig(vocab_size=vocab_size, block_size=256, n_layer=n_layer, n_head=N_HEAD, d_model=d,
+                     norm="layernorm" if layernorm else "rmsnorm", placement=placement)
+
+
+def block_from_params(params: dict, placement: str = "pre") -> Block:
+    """A reference Block holding `params` (a Block's state_dict), in float64 when the weights are."""
+    block = Block(_config_of(params, placement))
+    dtype = next(iter(params.values())).dtype
+    block = block.to(dtype)
+    block.load_state_dict(params)
+    return block
+
+
+def norm(x: torch.Tensor, params: dict, which: str) -> torch.Tensor:
+    """The block's norm `which` ('norm1' or 'norm2') applied to x, with that norm's own weights."""
+    if which not in ("norm1", "norm2"):
+        raise ValueError(f"which must be 'norm1' or 'norm2', got {which!r}")
+    return getattr(block_from_params(params), which)(x)
+
+
+def attention(x: torch.Tensor, params: dict) -> torch.Tensor:
+    """The block's causal self-attention (no norm, no residual): Attention(x)."""
+    return block_from_params(params).attn(x)
+
+
+def mlp(x: torch.Tensor, params: dict) -> torch.Tensor:
+    """The block's MLP (no norm, no residual): MLP(x)."""
+    return block_from_params(params).mlp(x)
+
+
+def model_from_state(state: dict, placement: str) -> TinyGPT:
+    """The TinyGPT holding `state` (a TinyGPT state_dict), built with the given placement."""
+    n_layer = 1 + max(int(k.split(".")[1]) for k in state if k.startswith("blocks."))
+    vocab = state["embed.weight"].shape[0]
+    cfg = _config_of({k: v for k, v in state.items() if k.startswith("blocks.0.")}, placement, n_layer, vocab)
+    model = TinyGPT(cfg)
+    model.load_state_dict(state)
+    return model
+
+
+def example_block(norm_kind: str = "layernorm", d_model: int = 32, seed: int = 0) -> dict:
+    """The weights of a Block with shaken norm gains and biases (as the checks use), as a dict of tensors."""
+    g = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    block = Block(GPTConfig(d_model=d_model, n_head=N_HEAD, norm=norm_kind, init_std=0.1))
+    params = {k: v.detach().clone() for k, v in block.state_dict().items()}
+    for k in params:
+        if "norm" in k:
+            base = 1.0 if k.endswith("weight") else 0.0
+            params[k] = base + 0.4 * torch.randn(params[k].shape, generator=g)
+    return params
+
+
+def example_model(placement: str, n_layer: int = 4, seed: int = 0) -> dict:
+    """The weights of a small TinyGPT (vocabulary 64, width 32), as a dict of tensors."""
+    torch.manual_seed(seed)
+    model = TinyGPT(GPTConfig(vocab_size=64, block_size=64, n_layer=n_layer, n_head=N_HEAD, d_model=32,
+                              placement=placement, init_std=0.1))
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+# ----------------------------------------------------------------------------------------------------
+# pre_ln_block(x, params) and post_ln_block(x, params)
+# ----------------------------------------------------------------------------------------------------
+def _block_ref(placement):
+    def ref(x, params):
+        with torch.no_grad():
+            return block_from_params(params, placement)(x)
+    return ref
+
+
+def _block_cases(placement):
+    def make(g: torch.Generator) -> list:
+        specs = [
+            ("LayerNorm block, 2×8 tokens of width 32", "layernorm", (2, 8), 1.0),
+            ("RMSNorm block, 3×5 tokens of width 32", "rmsnorm", (3, 5), 1.0),
+            ("LayerNorm block, a large residual stream (scale 10)", "layernorm", (2, 6), 10.0),
+            ("one sequence of 12 tokens", "layernorm", (1, 12), 1.0),
+        ]
+        cases = []
+        for i, (name, kind, (B, T), scale) in enumerate(specs):
+            params = example_block(kind, seed=int(torch.randint(0, 10_000, (1,), generator=g)) + i)
+            x = torch.randn(B, T, 32, generator=g) * scale
+            cases.append(Case(name, (x, params), _block_ref(placement)(x.double(), _double(params))))
+        return cases
+    return make
+
+
+def _double(params: dict) -> dict:
+    return {k: v.double() for k, v in params.items()}
+
+
+def _wrong(fn):
+    """A wrong block forward written with the given sub-layers, evaluated in float64."""
+    def run(x, params):
+        with torch.no_grad():
+            p = _double(params)
+            return fn(x.double(), p)
+    return run
+
+
+def _pre(x, p):
+    x = x + attention(norm(x, p, "norm1"), p)
+    return x + mlp(norm(x, p, "norm2"), p)
+
+
+def _post(x, p):
+    x = norm(x + attention(x, p), p, "norm1")
+    return norm(x + mlp(x, p), p, "norm2")
+
+
+def _peri(x, p):
+    x = x + norm(attention(x, p), p, "norm1")
+    return x + norm(mlp(x, p), p, "norm2")
+
+
+def _pre_no_residual(x, p):
+    x = attention(norm(x, p, "norm1"), p)
+    return mlp(norm(x, p, "norm2"), p)
+
+
+def _pre_normalized_stream(x, p):
+    x = norm(x, p, "norm1")
+    x = x + attention(x, p)
+    x = norm(x, p, "norm2")
+    return x + mlp(x, p)
+
+
+def _pre_swapped_norms(x, p):
+    x = x + attention(norm(x, p, "norm2"), p)
+    return x + mlp(norm(x, p, "norm1"), p)
+
+
+def _post_norm_before(x, p):
+    x = norm(x, p, "norm1") + attention(norm(x, p, "norm1"), p)
+    return norm(x, p, "norm2") + mlp(norm(x, p, "norm2"), p)
+
+
+def _post_swapped_norms(x, p):
+    x = norm(x + attention(x, p), p, "norm2")
+    return norm(x + mlp(x, p), p, "norm1")
+
+
+def _post_no_residual(x, p):
+    x = norm(attention(x, p), p, "norm1")
+    return norm(mlp(x, p), p, "norm2")
+
+
+_PRE_HINT = ("Pre-LN normalizes only the *input of each sub-layer* and adds the result to the untouched stream: "
+             "x = x + attention(norm(x, params, 'norm1'), params), then x = x + mlp(norm(x, params, 'norm2'), params).")
+_POST_HINT = ("Post-LN adds first and normalizes the *sum*: x = norm(x + attention(x, params), params, 'norm1'), "
+              "then x = norm(x + mlp(x, params), params, 'norm2').")
+
+PRE_LN_CHECK = FunctionCheck(
+    name="pre_ln_block",
+    make_cases=_block_cases("pre"),
+    tolerance=1e-4,
+    hint=_PRE_HINT,
+    mistakes={
+        "your output matches the Post-LN block (norm of the sum). " + _PRE_HINT: _wrong(_post),
+        "your output matches the Peri-LN block, x + norm(F(x)): the norm sits after the sub-layer. "
+        + _PRE_HINT: _wrong(_peri),
+        "your output has no residual connection: keep x and add the sub-layer's output to it, x = x + ....": _wrong(_pre_no_residual),
+        "your output matches normalizing the residual stream itself (x = norm(x), then x + F(x)). Pre-LN "
+        "normalizes a *copy* that goes into the sub-layer; the stream x that is added to stays as it was.": _wrong(_pre_normalized_stream),
+        "your output matches using norm2 before attention and norm1 before the MLP: norm1 belongs to "
+        "attention, norm2 to the MLP.": _wrong(_pre_swapped_norms),
+    },
+)
+
+POST_LN_CHECK = FunctionCheck(
+    name="post_ln_block",
+    make_cases=_block_cases("post"),
+    tolerance=1e-4,
+    hint=_POST_HINT,
+    mistakes={
+        "your output matches the Pre-LN block (norm before the sub-layer, sum left unnormalized). "
+        + _POST_HINT: _wrong(_pre),
+        "your output matches the Peri-LN block, x + norm(F(x)): the sum itself must be normalized. "
+        + _POST_HINT: _wrong(_peri),
+        "your output matches normalizing before adding (norm(x) + F(norm(x))). Post-LN adds first, then "
+        "normalizes the sum: norm(x + F(x)).": _wrong(_post_norm_before),
+        "your output matches using norm2 after attention and norm1 after the MLP: norm1 belongs to "
+        "attention, norm2 to the MLP.": _wrong(_post_swapped_norms),
+        "your output has no residual connection: normalize x + F(x), not F(x) alone.": _wrong(_post_no_residual),
+    },
+)
+
+
+def check_pre_ln_block(fn, seed: int = 0) -> CheckReport:
+    """Check a learner's `pre_ln_block(x, params)` against the reference Pre-LN Block with the same weights."""
+    return PRE_LN_CHECK(fn, seed)
+
+
+def check_post_ln_block(fn, seed: int = 0) -> CheckReport:
+    """Check a learner's `post_ln_block(x, params)` against the reference Post-LN Block with the same weights."""
+    return POST_LN_CHECK(fn, seed)
+
+
+# ----------------------------------------------------------------------------------------------------
+# layer_grad_norms(state, placement, idx, targets): one number per block, ‖∇ of the block's parameters‖
+# ----------------------------------------------------------------------------------------------------
+def _grad_norms_ref(state, placement, idx, targets, part=None):
+    model = model_from_state(state, placement)
+    return torch.tensor(gradient_profile(model, idx, targets, part), dtype=torch.float64)
+
+
+def _grad_cases(g: torch.Generator) -> list:
+    specs = [("Pre-LN, 4 blocks", "pre", 4, (4, 16)), ("Post-LN, 4 blocks", "post", 4, (4, 16)),
+             ("Peri-LN, 3 blocks", "peri", 3, (2, 24)), ("Pre-LN, 6 blocks, one sequence", "pre", 6, (1, 32))]
+    cases = []
+    for i, (name, placement, n_layer, (B, T)) in enumerate(specs):
+        state = example_model(placement, n_layer, seed=100 + i)
+        idx = torch.randint(0, 64, (B, T), generator=g)
+        targets = torch.randint(0, 64, (B, T), generator=g)
+        cases.append(Case(name, (state, placement, idx, targets), _grad_norms_ref(state, placement, idx, targets)))
+    return cases
+
+
+def _grad_squared(state, placement, idx, targets):
+    return _grad_norms_ref(state, placement, idx, targets) ** 2
+
+
+def _grad_mlp_only(state, placement, idx, targets):
+    return _grad_norms_ref(state, placement, idx, targets, part="mlp")
+
+
+def _grad_attn_only(state, placement, idx, targets):
+    return _grad_norms_ref(state, placement, idx, targets, part="attn")
+
+
+def _grad_per_parameter_sum(state, placement, idx, targets):
+    """Adding the norms of the parameters instead of their squares (the norm of a concatenation)."""
+    model = model_from_state(state, placement)
+    lm_loss(model(idx), targets).backward()
+    return torch.tensor([sum(float(p.grad.norm()) for p in b.parameters()) for b in model.blocks], dtype=torch.float64)
+
+
+def _grad_of_block_outputs(state, placement, idx, targets):
+    """The gradient with respect to each block's *output* (the hidden state), not its parameters."""
+    model = model_from_state(state, placement)
+    outputs = []
+
+    def keep(_module, _inputs, output):
+        output.retain_grad()
+        outputs.append(output)
+
+    handles = [b.register_forward_hook(keep) for b in model.blocks]
+    lm_loss(model(idx), targets).backward()
+    for h in handles:
+        h.remove()
+    return torch.tensor([float(o.grad.norm()) for o in outputs], dtype=torch.float64)
+
+
+GRAD_NORMS_CHECK = FunctionCheck(
+    name="layer_grad_norms",
+    make_cases=_grad_cases,
+    tolerance=1e-4,
+    hint="register a hook on every parameter of block i (p.register_hook(fn)) that adds (grad ** 2).sum() to "
+         "total[i]; run loss.backward() once; return a tensor of the square roots, one per block; remove the "
+         "hooks afterwards (handle.remove()).",
+    mistakes={
+        "your numbers are the *squares* of the gradient norms: take the square root of each block's sum of "
+        "squares at the end.": _grad_squared,
+        "your numbers match the MLP's parameters only: include every parameter of the block "
+        "(block.parameters(): both norms, attention and the MLP).": _grad_mlp_only,
+        "your numbers match the attention's parameters only: include every parameter of the block "
+        "(block.parameters(): both norms, attention and the MLP).": _grad_attn_only,
+        "your numbers add up the norms of the separate parameters. The block's gradient norm is the norm of all its "
+        "gradients together: sum the *squares* over every parameter, then take one square root.": _grad_per_parameter_sum,
+        "your numbers are the gradients with respect to each block's *output* (the hidden state). This task asks "
+        "for the gradient of the block's *parameters*, the quantity an optimizer step uses.": _grad_of_block_outputs,
+    },
+)
+
+
+def check_layer_grad_norms(fn, seed: int = 0) -> CheckReport:
+    """Check a learner's `layer_grad_norms(state, placement, idx, targets)` against the reference probe."""
+    return GRAD_NORMS_CHECK(fn, seed)
+
+
+# ----------------------------------------------------------------------------------------------------
+# the question, the registry
+# ----------------------------------------------------------------------------------------------------
+QUESTIONS = {
+    "ex04.warmup": MultipleChoice(
+        id="ex04.warmup",
+        prompt="Xiong et al. (2020, arXiv 2002.04745) train Pre-LN transformers without the learning-rate warmup "
+               "that Post-LN transformers need. What is their explanation?",
+        choices={
+            "a": "Pre-LN has fewer parameters, so each update moves the model less.",
+            "b": "In Post-LN every residual sum passes through a norm, and at initialization the gradients of the "
+                 "layers near the output are large; a full learning rate at the first steps makes updates that "
+                 "are too big. In Pre-LN the identity path reaches every layer untouched and the gradients are "
+                 "well scaled from the start (the top layers' gradient even shrinks like 1/√L).",
+            "c": "Pre-LN normalizes the gradients themselves, so it behaves like gradient clipping.",
+            "d": "Pre-LN uses RMSNorm, which is more stable than LayerNorm.",
+        },
+        answer="b",
+        explanation="the norm on the residual path is the difference. Post-LN's output-side gradients are large "
+                    "at initialization and independent of depth, so early updates at a full learning rate are too "
+                    "big and warmup keeps them small until Adam's statistics settle; Pre-LN keeps an unnormalized "
+                    "identity path, its gradients are smaller (about 1/√L at the top) and it can start at the full "
+                    "rate.",
+        wrong_hints={
+            "a": "Pre-LN and Post-LN have the same parameters, apart from one final norm (ln_f) that Pre-LN adds.",
+            "c": "no norm touches the gradients directly; the norm's position changes how gradients flow back "
+                 "through the residual sums.",
+            "d": "the placement question is independent of the norm's kind: Pre-LN with LayerNorm (GPT-2) or "
+                 "RMSNorm (Llama) alike.",
+        },
+    ),
+}
+
+CHECKS = {check.name: check for check in (PRE_LN_CHECK, POST_LN_CHECK, GRAD_NORMS_CHECK)}
+
+GRADED = {
+    "ex04_residual_norms": [
+        Graded("pre_ln_block", "pre_ln_block", 2),
+        Graded("post_ln_block", "post_ln_block", 2),
+        Graded("layer_grad_norms", "layer_grad_norms", 3),
+        Graded("ex04.warmup", "answer_warmup", 1),
+    ],
+}

@@ -1,0 +1,190 @@
+"""Opt-in probes for TinyGPT: per-layer gradient norms, hidden-state norms, attention logit statistics.
+
+Every probe is a context manager that attaches hooks on entry and removes them on exit, so a model
+outside a `with` block is exactly the plain model: no hook, no flag checked, nothing to pay.
+
+    with GradNormProbe(model) as grads:          # hooks on each block's parameters' gradients
+        lm_loss(model(x), y).backward()
+    grads.norms                                  # [‖∇ block 0‖, ‖∇ block 1‖, ...]  (L2 over its parameters)
+
+    with HiddenNormProbe(model) as hidden:       # forward hooks on the embedding and every block
+        model(x)
+    hidden.norms                                 # [RMS of the embedding output, after block 1, ..., after block L]
+
+    with AttentionProbe(model) as attn:          # sets `record = True` on every attention layer
+        model(x)
+    attn.max_logit, attn.entropy                 # per layer: max |q·k|/√d over heads, mean entropy (nats)
+
+`block_grad_norms(model)` reads the same per-block gradient norms straight from `.grad` after a
+backward pass (no hooks); the tests check both against torch.autograd.grad.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+__all__ = [
+    "block_grad_norms", "GradNormProbe", "HiddenNormProbe", "AttentionProbe",
+    "gradient_profile", "hidden_norm_profile",
+]
+
+
+def _blocks(model) -> list:
+    return list(model.blocks)
+
+
+def _select(block: nn.Module, part: str | None) -> list:
+    """The parameters of `block` a probe looks at: all of them, or one sub-module's ('mlp', 'attn', 'mlp.down')."""
+    module = block.get_submodule(part) if part else block
+    return [p for p in module.parameters() if p.requires_grad]
+
+
+def block_grad_norms(model, part: str | None = None) -> list:
+    """L2 norm of the gradient of each block's parameters (or of one part, e.g. 'mlp.down'), from `.grad`."""
+    norms = []
+    for block in _blocks(model):
+        squares = [p.grad.detach().float().pow(2).sum() for p in _select(block, part) if p.grad is not None]
+        norms.append(math.sqrt(float(sum(squares))) if squares else 0.0)
+    return norms
+
+
+class GradNormProbe:
+    """Per-block gradient norms, collected by tensor hooks while the backward pass runs.
+
+    Each parameter's hook adds ‖grad‖² to its block's running sum the moment autograd computes that
+    gradient (before it is accumulated into `.grad`), so `.norms` is this backward's gradient even if
+    `.grad` already held something. Several backward passes inside one `with` add up (call `reset()`
+    between them to start again).
+    """
+
+    def __init__(self, model, part: str | None = None):
+        self.model, self.part = model, part
+        self._handles: list = []
+        self._squares: list = []
+
+    def reset(self) -> None:
+        self._squares = [0.0] * len(_blocks(self.model))
+
+    def __enter__(self) -> "GradNormProbe":
+        self.reset()
+        for i, block in enumerate(_blocks(self.model)):
+            for p in _select(block, self.part):
+                self._handles.append(p.register_hook(self._hook(i)))
+        return self
+
+    def _hook(self, i: int):
+        def add(grad: torch.Tensor):
+            self._squares[i] += float(grad.detach().float().pow(2).sum())
+        return add
+
+    def __exit__(self, *exc) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()
+
+    @property
+    def norms(self) -> list:
+        return [math.sqrt(s) for s in self._squares]
+
+
+class HiddenNormProbe:
+    """The size of the residual stream after the embedding and after each block, from forward hooks.
+
+    `.norms[0]` is the embedding's output, `.norms[l]` the output of block l (1-based); each is the RMS
+    of the hidden vectors, sqrt(mean over tokens of ‖h‖² / d), so a vector of unit-variance entries
+    measures 1 whatever d is. `.final` is the RMS after the final norm, when the model has one.
+    """
+
+    def __init__(self, model):
+        self.model = model
+        self._handles: list = []
+        self.norms: list = []
+        self.final: float | None = None
+
+    @staticmethod
+    def _rms(t: torch.Tensor) -> float:
+        return float(t.detach().float().pow(2).mean().sqrt())
+
+    def __enter__(self) -> "HiddenNormProbe":
+        self.norms = [math.nan] * (len(_blocks(self.model)) + 1)
+        self.final = None
+
+        def record(index):
+            def hook(_module, _inputs, output):
+                self.norms[index] = self._rms(output)
+            return hook
+
+        self._handles.append(self.model.embed.register_forward_hook(record(0)))
+        for i, block in enumerate(_blocks(self.model), start=1):
+            self._handles.append(block.register_forward_hook(record(i)))
+        norm_f = getattr(self.model, "norm_f", None)
+        if norm_f is not None and not isinstance(norm_f, nn.Identity):
+            def final(_module, _inputs, output):
+                self.final = self._rms(output)
+            self._handles.append(norm_f.register_forward_hook(final))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()
+
+
+class AttentionProbe:
+    """Largest attention logit and mean attention entropy of each layer, from the layers' own `record` switch.
+
+    Inside the `with`, every attention layer takes its explicit path and fills `layer.stats` (per head);
+    `.max_logit[l]` is the max over heads of layer l, `.entropy[l]` the mean over heads (nats), both read
+    from the last forward pass. On exit the layers go back to the fused kernel.
+    """
+
+    def __init__(self, model):
+        self.layers = model.attention_layers()
+        self._before: list = []
+
+    def __enter__(self) -> "AttentionProbe":
+        self._before = [layer.record for layer in self.layers]
+        for layer in self.layers:
+            layer.record, layer.stats = True, {}
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for layer, before in zip(self.layers, self._before):
+            layer.record = before
+
+    def _read(self, key: str, reduce) -> list:
+        if any(key not in layer.stats for layer in self.layers):
+            raise RuntimeError("no statistics yet: run a forward pass inside the `with AttentionProbe(model)` block")
+        return [reduce(layer.stats[key]) for layer in self.layers]
+
+    @property
+    def max_logit(self) -> list:
+        return self._read("max_logit", lambda t: float(t.max()))
+
+    @property
+    def entropy(self) -> list:
+        return self._read("entropy", lambda t: float(t.mean()))
+
+
+# ----------------------------------------------------------------------------------------------------
+# one-call measurements at initialization (chapter 04)
+# ----------------------------------------------------------------------------------------------------
+def gradient_profile(model, x: torch.Tensor, y: torch.Tensor, part: str | None = None) -> list:
+    """Per-block gradient norms of the language-model loss on one batch (the model's .grad is left untouched)."""
+    from .model import lm_loss
+
+    model.zero_grad(set_to_none=True)
+    with GradNormProbe(model, part) as probe:
+        lm_loss(model(x), y).backward()
+    model.zero_grad(set_to_none=True)
+    return probe.norms
+
+
+@torch.no_grad()
+def hidden_norm_profile(model, x: torch.Tensor) -> tuple:
+    """(RMS of the residual stream after the embedding and each block, RMS after the final norm or None)."""
+    with HiddenNormProbe(model) as probe:
+        model(x)
+    return probe.norms, probe.final

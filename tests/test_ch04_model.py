@@ -1,0 +1,390 @@
+"""Chapter 04's model claims, checked against hand-written math (complements test_model_core.py).
+
+* each placement (pre / post / peri) computes exactly its equation: a forward written out by hand
+  from the same weights (LayerNorm, RoPE, causal softmax attention, GELU MLP) gives the same output;
+* the probes agree with torch.autograd, and leave nothing behind when they are off;
+* the synthetic corpus is deterministic and has the structure that makes attention necessary;
+* parameter_count agrees with a count done by hand.
+"""
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from course_utils.data import Corpus, VOCABULARY, make_text
+from course_utils.model import GPTConfig, TinyGPT, lm_loss, parameter_count
+from course_utils.probes import (AttentionProbe, GradNormProbe, HiddenNormProbe, block_grad_norms,
+                                 gradient_profile, hidden_norm_profile)
+
+
+# ----------------------------------------------------------------------------------------------------
+# a forward pass written out by hand from a model's weights
+# ----------------------------------------------------------------------------------------------------
+def hand_norm(x, norm_module, kind):
+    w = norm_module.weight
+    if kind == "layernorm":
+        mu = x.mean(-1, keepdim=True)
+        var = ((x - mu) ** 2).mean(-1, keepdim=True)
+        return (x - mu) / torch.sqrt(var + 1e-5) * w + norm_module.bias
+    return x / torch.sqrt((x * x).mean(-1, keepdim=True) + 1e-6) * w
+
+
+def hand_rope(t):
+    """Rotate channel pairs (i, i + d/2) by angle pos * 10000^(-2i/d)."""
+    T, d = t.shape[-2], t.shape[-1]
+    half = d // 2
+    freq = 10000.0 ** (-torch.arange(half, dtype=torch.float64) * 2 / d)
+    angle = torch.arange(T, dtype=torch.float64)[:, None] * freq[None, :]
+    cos, sin = angle.cos().to(t.dtype), angle.sin().to(t.dtype)
+    a, b = t[..., :half], t[..., half:]
+    return torch.cat([a * cos - b * sin, b * cos + a * sin], dim=-1)
+
+
+def hand_attention(x, attn):
+    B, T, d = x.shape
+    h = attn.n_head
+    dh = d // h
+    split = lambda t: t.view(B, T, h, dh).transpose(1, 2)
+    q, k, v = split(x @ attn.q_proj.weight.T), split(x @ attn.k_proj.weight.T), split(x @ attn.v_proj.weight.T)
+    q, k = hand_rope(q), hand_rope(k)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(dh)
+    future = torch.ones(T, T, dtype=torch.bool).triu(1)
+    weights = scores.masked_fill(future, float("-inf")).softmax(-1)
+    return (weights @ v).transpose(1, 2).reshape(B, T, d) @ attn.o_proj.weight.T
+
+
+def hand_mlp(x, mlp):
+    return F.gelu(x @ mlp.up.weight.T) @ mlp.down.weight.T
+
+
+def hand_block(x, block, placement, kind):
+    n1 = lambda t: hand_norm(t, block.norm1, kind)
+    n2 = lambda t: hand_norm(t, block.norm2, kind)
+    attn = lambda t: hand_attention(t, block.attn)
+    mlp = lambda t: hand_mlp(t, block.mlp)
+    if placement == "pre":  # x + F(Norm(x))
+        x = x + attn(n1(x))
+        return x + mlp(n2(x))
+    if placement == "post":  # Norm(x + F(x))
+        x = n1(x + attn(x))
+        return n2(x + mlp(x))
+    x = x + n1(attn(x))  # peri: x + Norm(F(x))
+    return x + n2(mlp(x))
+
+
+def randomize_norms(model, generator):
+    """Init leaves every norm at gain 1, bias 0, which would hide a swapped or missing norm; shake them."""
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "norm" in name:
+                p.copy_(torch.randn(p.shape, generator=generator) * 0.3 + (1.0 if name.endswith("weight") else 0.0))
+
+
+@pytest.mark.parametrize("norm", ["layernorm", "rmsnorm"])
+@pytest.mark.parametrize("placement", ["pre", "post", "peri"])
+@pytest.mark.parametrize("norm_impl", ["torch", "course"])
+def test_each_placement_computes_its_equation(placement, norm, norm_impl):
+    g = torch.Generator().manual_seed(1)
+    cfg = GPTConfig(vocab_size=30, block_size=12, n_layer=3, n_head=4, d_model=32, norm=norm,
+                    placement=placement, norm_impl=norm_impl)
+    torch.manual_seed(0)
+    model = TinyGPT(cfg).double()
+    randomize_norms(model, g)
+    idx = torch.randint(0, 30, (2, 12), generator=g)
+
+    with torch.no_grad():
+        x = model.embed.weight[idx]
+        for block in model.blocks:
+            got = block(x)
+            want = hand_block(x, block, placement, norm)
+            assert torch.allclose(got, want, atol=1e-10), f"block differs by {(got - want).abs().max():.2e}"
+            x = want
+        if placement == "post":  # the last block already ends in a norm: no final norm
+            assert isinstance(model.norm_f, torch.nn.Identity)
+        else:
+            x = hand_norm(x, model.norm_f, norm)
+        logits = x @ model.lm_head.weight.T
+        assert torch.allclose(model(idx), logits, atol=1e-10)
+
+
+def test_the_placements_really_differ():
+    """The three equations give three different functions of the same weights (a switch that does nothing fails)."""
+    torch.manual_seed(0)
+    base = TinyGPT(GPTConfig(vocab_size=30, block_size=8, n_layer=2, placement="pre"))
+    idx = torch.randint(0, 30, (2, 8))
+    outs = {}
+    for placement in ("pre", "post", "peri"):
+        model = TinyGPT(GPTConfig(vocab_size=30, block_size=8, n_layer=2, placement=placement))
+        model.load_state_dict(base.state_dict(), strict=False)
+        outs[placement] = model(idx)
+    assert not torch.allclose(outs["pre"], outs["post"], atol=1e-4)
+    assert not torch.allclose(outs["pre"], outs["peri"], atol=1e-4)
+    assert not torch.allclose(outs["post"], outs["peri"], atol=1e-4)
+
+
+def test_post_ln_stream_is_normalized_and_pre_ln_stream_is_not():
+    """Post-LN: every block's output has zero mean, unit RMS per token; Pre-LN's grows with depth."""
+    torch.manual_seed(0)
+    idx = torch.randint(0, 30, (4, 16))
+    post = TinyGPT(GPTConfig(vocab_size=30, block_size=16, n_layer=8, placement="post"))
+    norms, final = hidden_norm_profile(post, idx)
+    assert final is None and all(abs(n - 1) < 1e-3 for n in norms[1:])
+    pre = TinyGPT(GPTConfig(vocab_size=30, block_size=16, n_layer=8, placement="pre", init_std=0.125))
+    norms, final = hidden_norm_profile(pre, idx)
+    assert norms[-1] > 2 * norms[1] and abs(final - 1) < 1e-2
+
+
+# ----------------------------------------------------------------------------------------------------
+# probes
+# ----------------------------------------------------------------------------------------------------
+def _model_and_batch(placement="pre", seed=0):
+    torch.manual_seed(seed)
+    cfg = GPTConfig(vocab_size=30, block_size=16, n_layer=4, d_model=32, placement=placement)
+    model = TinyGPT(cfg)
+    g = torch.Generator().manual_seed(seed)
+    return model, torch.randint(0, 30, (3, 16), generator=g), torch.randint(0, 30, (3, 16), generator=g)
+
+
+def _autograd_block_norms(model, x, y, part=None):
+    loss = lm_loss(model(x), y)
+    result = []
+    for block in model.blocks:
+        params = list((block.get_submodule(part) if part else block).parameters())
+        grads = torch.autograd.grad(loss, params, retain_graph=True)
+        result.append(math.sqrt(sum(float(g.double().pow(2).sum()) for g in grads)))
+    return result
+
+
+@pytest.mark.parametrize("placement", ["pre", "post", "peri"])
+@pytest.mark.parametrize("part", [None, "mlp.down", "attn"])
+def test_gradient_probes_match_autograd(placement, part):
+    model, x, y = _model_and_batch(placement)
+    want = _autograd_block_norms(model, x, y, part)
+    got = gradient_profile(model, x, y, part)
+    assert got == pytest.approx(want, rel=1e-4)
+    assert all(p.grad is None for p in model.parameters())  # gradient_profile leaves no gradient behind
+
+    model.zero_grad()
+    lm_loss(model(x), y).backward()
+    assert block_grad_norms(model, part) == pytest.approx(want, rel=1e-4)
+
+
+def test_grad_probe_counts_this_backward_only_and_removes_its_hooks():
+    model, x, y = _model_and_batch()
+    want = _autograd_block_norms(model, x, y)
+    lm_loss(model(x), y).backward()  # stale gradients already in .grad
+    with GradNormProbe(model) as probe:
+        lm_loss(model(x), y).backward()
+    assert probe.norms == pytest.approx(want, rel=1e-4)
+    assert block_grad_norms(model) == pytest.approx([2 * w for w in want], rel=1e-4)  # .grad accumulated twice
+    assert all(not p._backward_hooks for p in model.parameters())
+
+
+def test_hidden_probe_matches_a_manual_forward_and_removes_its_hooks():
+    model, x, _ = _model_and_batch("peri")
+    with torch.no_grad():
+        h = model.embed(x)
+        want = [float(h.pow(2).mean().sqrt())]
+        for block in model.blocks:
+            h = block(h)
+            want.append(float(h.pow(2).mean().sqrt()))
+        want_final = float(model.norm_f(h).pow(2).mean().sqrt())
+    norms, final = hidden_norm_profile(model, x)
+    assert norms == pytest.approx(want, rel=1e-5) and final == pytest.approx(want_final, rel=1e-5)
+    modules = [model.embed, model.norm_f, *model.blocks]
+    assert all(not m._forward_hooks for m in modules)
+
+
+def test_attention_probe_matches_the_logits_computed_by_hand():
+    model, x, _ = _model_and_batch()
+    with torch.no_grad():
+        h, want_max, want_entropy = model.embed(x), [], []
+        for block in model.blocks:
+            a = block.attn
+            u = block.norm1(h)
+            B, T, d = u.shape
+            split = lambda t: t.view(B, T, a.n_head, a.d_head).transpose(1, 2)
+            q, k = hand_rope(split(a.q_proj(u))), hand_rope(split(a.k_proj(u)))
+            s = q @ k.transpose(-2, -1) / math.sqrt(a.d_head)
+            future = torch.ones(T, T, dtype=torch.bool).triu(1)
+            p = s.masked_fill(future, float("-inf")).softmax(-1)
+            want_max.append(float(s.masked_fill(future, 0).abs().max()))
+            want_entropy.append(float(-(p * p.clamp_min(1e-30).log()).sum(-1).mean()))
+            h = block(h)
+    with AttentionProbe(model) as probe:
+        out = model(x)
+    assert probe.max_logit == pytest.approx(want_max, rel=1e-4)
+    assert probe.entropy == pytest.approx(want_entropy, rel=1e-4)
+    assert all(layer.record is False for layer in model.attention_layers())
+    fused_out = model(x)  # back on the fused kernel, same numbers
+    assert torch.allclose(out, fused_out, atol=1e-5)
+
+
+def test_attention_probe_without_a_forward_says_so():
+    model, _, _ = _model_and_batch()
+    with AttentionProbe(model) as probe:
+        pass
+    with pytest.raises(RuntimeError, match="forward pass"):
+        probe.max_logit
+
+
+# ----------------------------------------------------------------------------------------------------
+# the corpus
+# ----------------------------------------------------------------------------------------------------
+def test_corpus_is_the_same_in_a_fresh_process_with_another_hash_seed():
+    code = "from course_utils.data import make_text; import hashlib; print(hashlib.sha256(make_text(300, 7).encode()).hexdigest())"
+    runs = set()
+    for hash_seed in ("0", "12345"):
+        env = dict(os.environ, PYTHONHASHSEED=hash_seed)
+        runs.add(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout)
+    import hashlib
+
+    assert runs == {hashlib.sha256(make_text(300, 7).encode()).hexdigest() + "\n"}
+
+
+def test_batches_are_reproducible_from_the_generator_seed():
+    corpus = Corpus(n_sentences=400, seed=2)
+    a = corpus.batch("val", 5, 12, torch.Generator().manual_seed(9))
+    b = corpus.batch("val", 5, 12, torch.Generator().manual_seed(9))
+    c = corpus.batch("val", 5, 12, torch.Generator().manual_seed(10))
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]) and not torch.equal(a[0], c[0])
+    assert len(corpus.val) == int((len(corpus.train) + len(corpus.val)) * 0.1)
+
+
+def _sentences(text):
+    words, sentence = text.split(), []
+    for w in words:
+        sentence.append(w)
+        if w == ".":
+            yield sentence
+            sentence = []
+
+
+def test_every_sentence_has_the_structure_attention_must_find():
+    """Agreement with the first noun, recall of the queried key's value, copy of the first half."""
+    singular = {"cat", "dog", "bird", "fox", "child", "horse", "mouse", "wolf"}
+    plural = {"cats", "dogs", "birds", "foxes", "children", "horses", "mice", "wolves"}
+    verbs_singular = {"sleeps", "runs", "sings", "waits", "jumps", "eats"}
+    kinds = {"agreement": 0, "recall": 0, "copy": 0}
+    for s in _sentences(make_text(600, seed=5)):
+        assert set(s) <= set(VOCABULARY)
+        if s[0] == "copy":
+            eq = s.index("=")
+            assert s[1:eq] == s[eq + 1:-1] and 3 <= eq - 1 <= 5
+            kinds["copy"] += 1
+        elif s[0] == "the":
+            subject = next(w for w in s if w in singular | plural)
+            verb = s[-2]
+            assert (subject in singular) == (verb in verbs_singular)
+            kinds["agreement"] += 1
+        else:
+            semi = s.index(";")
+            pairs = dict(zip(s[0:semi:2], s[1:semi:2]))
+            assert pairs[s[semi + 1]] == s[semi + 2]
+            kinds["recall"] += 1
+    assert all(n > 150 for n in kinds.values())
+
+
+# ----------------------------------------------------------------------------------------------------
+# the parameter count
+# ----------------------------------------------------------------------------------------------------
+def test_parameter_count_by_hand():
+    # vocab 64, d 64, 2 layers, 4 heads, LayerNorm, Pre-LN:
+    # embedding 64*64 = 4096; per block: 2 LayerNorms 2*(64+64) = 256, attention 4*64*64 = 16384,
+    # MLP 64*256 + 256*64 = 32768 -> 49408; two blocks 98816; final LayerNorm 128; lm_head 4096.
+    assert parameter_count(GPTConfig(vocab_size=64, d_model=64, n_layer=2, n_head=4)) == 4096 + 98816 + 128 + 4096
+    # Post-LN has no final norm; RMSNorm has no bias: 2*64 per block, none at the end.
+    assert parameter_count(GPTConfig(vocab_size=64, d_model=64, n_layer=2, placement="post", norm="rmsnorm")) == (
+        4096 + 2 * (128 + 16384 + 32768) + 4096
+    )
+    # GQA with 2 key/value heads of 16 channels: k and v shrink from 64*64 to 64*32 each.
+    assert parameter_count(GPTConfig(vocab_size=64, d_model=64, n_layer=1, n_head=4, n_kv_head=2)) == (
+        4096 + (256 + 2 * 4096 + 2 * 2048 + 32768) + 128 + 4096
+    )
+
+
+@pytest.mark.parametrize("n_layer,d_model,n_head,mlp_ratio", [(1, 16, 2, 2), (3, 48, 6, 4), (6, 64, 8, 3)])
+def test_parameter_count_grows_linearly_in_depth(n_layer, d_model, n_head, mlp_ratio):
+    cfg = lambda L: GPTConfig(vocab_size=50, d_model=d_model, n_head=n_head, n_layer=L, mlp_ratio=mlp_ratio)
+    per_block = parameter_count(cfg(n_layer + 1)) - parameter_count(cfg(n_layer))
+    assert per_block == 4 * d_model * d_model + 2 * mlp_ratio * d_model * d_model + 4 * d_model
+    assert sum(p.numel() for p in TinyGPT(cfg(n_layer)).parameters()) == parameter_count(cfg(n_layer))
+
+
+# ----------------------------------------------------------------------------------------------------
+# exercise 04's checks: the right answers pass, every known mistake fails with its own hint
+# ----------------------------------------------------------------------------------------------------
+from course_utils import checks_ex04 as ex04  # noqa: E402
+
+
+def _float32(fn):
+    """A mistake from the registry, run the way a learner's code runs: float32 in, float32 out."""
+    return lambda *args: fn(*args).float()
+
+
+@pytest.mark.parametrize("check,right", [(ex04.PRE_LN_CHECK, ex04._pre), (ex04.POST_LN_CHECK, ex04._post)])
+def test_block_checks_accept_the_right_forward_and_name_each_mistake(check, right):
+    assert check.evaluate(right).passed
+    for hint, wrong in check.mistakes.items():
+        report = check.evaluate(_float32(wrong))
+        assert report.status == "failed" and report.hint == hint, hint[:60]
+
+    def not_yet(x, params):
+        raise NotImplementedError()
+
+    assert check.evaluate(not_yet).status == "not-implemented"
+    assert check.evaluate(lambda x, params: x).status == "failed"  # the identity is no block
+
+
+def test_block_check_catches_an_in_place_update_of_the_input():
+    def in_place(x, params):
+        x += ex04.attention(ex04.norm(x, params, "norm1"), params)
+        return x + ex04.mlp(ex04.norm(x, params, "norm2"), params)
+
+    with torch.no_grad():
+        report = ex04.PRE_LN_CHECK.evaluate(in_place)
+    assert report.status == "failed"
+
+
+def test_grad_norm_check_accepts_a_hook_probe_and_names_each_mistake():
+    def with_hooks(state, placement, idx, targets):
+        model = ex04.model_from_state(state, placement)
+        squares = [0.0] * len(model.blocks)
+        handles = [p.register_hook(lambda g, i=i: squares.__setitem__(i, squares[i] + float(g.pow(2).sum())))
+                   for i, b in enumerate(model.blocks) for p in b.parameters()]
+        lm_loss(model(idx), targets).backward()
+        for h in handles:
+            h.remove()
+        return torch.tensor([math.sqrt(s) for s in squares])
+
+    check = ex04.GRAD_NORMS_CHECK
+    assert check.evaluate(with_hooks).passed
+    for hint, wrong in check.mistakes.items():
+        report = check.evaluate(wrong)
+        assert report.status == "failed" and report.hint == hint, hint[:60]
+
+
+def test_warmup_question_and_registry():
+    q = ex04.QUESTIONS["ex04.warmup"]
+    assert q.grade("b")[0] and not any(q.grade(c)[0] for c in "acd")
+    assert set(ex04.CHECKS) == {"pre_ln_block", "post_ln_block", "layer_grad_norms"}
+    assert sum(g.points for g in ex04.GRADED["ex04_residual_norms"]) == 8
+
+
+def test_given_sublayers_are_the_reference_blocks_parts():
+    params = ex04.example_block("rmsnorm", seed=3)
+    block = ex04.block_from_params(params, "pre")
+    x = torch.randn(2, 7, 32)
+    with torch.no_grad():
+        assert torch.equal(ex04.attention(x, params), block.attn(x))
+        assert torch.equal(ex04.mlp(x, params), block.mlp(x))
+        assert torch.equal(ex04.norm(x, params, "norm2"), block.norm2(x))
+    with pytest.raises(ValueError, match="norm1"):
+        ex04.norm(x, params, "norm3")
+    state = ex04.example_model("peri", n_layer=3)
+    model = ex04.model_from_state(state, "peri")
+    assert model.cfg.n_layer == 3 and model.cfg.placement == "peri"
