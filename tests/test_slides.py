@@ -1,0 +1,179 @@
+"""`make slides`: every chapter becomes a reveal.js deck that is a real presentation.
+
+The decks are built here with exactly the nbconvert flags the Makefile's `slides` target uses, then read
+back: the number of slides a presenter steps through must be sensible, the deck must follow the chapter's
+slide metadata (a `slide` cell opens a horizontal slide, a `subslide` a vertical one, `skip` cells are left
+out, `notes` become speaker notes), and every slide must open with a heading.
+"""
+import json
+import re
+import shlex
+import subprocess
+import sys
+from html.parser import HTMLParser
+
+import pytest
+
+from conftest import ROOT
+
+CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
+MIN_SLIDES, MAX_SLIDES = 5, 60
+
+
+def makefile_slide_flags():
+    """The `SLIDES_FLAGS := ...` line of the Makefile, so the test builds what `make slides` builds."""
+    text = (ROOT / "Makefile").read_text()
+    match = re.search(r"^SLIDES_FLAGS\s*:?=\s*(.+)$", text, re.M)
+    assert match, "the Makefile must define SLIDES_FLAGS for its slides target"
+    flags = shlex.split(match.group(1))
+    assert flags[:2] == ["--to", "slides"]
+    return flags
+
+
+def build_decks(notebooks, out_dir):
+    cmd = [sys.executable, "-m", "nbconvert", *makefile_slide_flags(), "--output-dir", str(out_dir), *map(str, notebooks)]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return {nb.stem: out_dir / f"{nb.stem}.slides.html" for nb in notebooks}
+
+
+class Deck(HTMLParser):
+    """The slide structure of a reveal.js deck: nested <section>s inside <div class="slides">."""
+
+    def __init__(self, html: str):
+        super().__init__()
+        self.in_slides = False
+        self.depth = 0
+        self.open_cells = []      # per open <section>: how many cells it holds directly
+        self.horizontal = 0       # top-level sections (left/right in reveal.js)
+        self.slides = []          # the slides a presenter steps through: sections that hold cells
+        self.cells = 0
+        self.notes = 0
+        self.in_notes = False
+        self.fragments = 0
+        self.feed(html)
+
+    def handle_starttag(self, tag, attrs):
+        classes = (dict(attrs).get("class") or "").split()
+        if tag == "div" and "slides" in classes:
+            self.in_slides = True
+        if not self.in_slides:
+            return
+        if tag == "section":
+            self.depth += 1
+            self.horizontal += self.depth == 1
+            self.open_cells.append(0)
+        elif tag == "aside" and "notes" in classes:
+            self.notes += 1
+            self.in_notes = True
+        elif tag == "div" and "jp-Cell" in classes and not self.in_notes:  # speaker notes are not on the slide
+            self.cells += 1
+            self.open_cells[-1] += 1
+        if "fragment" in classes:
+            self.fragments += 1
+
+    def handle_endtag(self, tag):
+        if tag == "aside":
+            self.in_notes = False
+        if self.in_slides and tag == "section":
+            held = self.open_cells.pop()
+            if held:
+                self.slides.append(held)
+            self.depth -= 1
+
+
+def slide_types(nb):
+    return [c.get("metadata", {}).get("slideshow", {}).get("slide_type", "-") for c in nb["cells"]]
+
+
+@pytest.fixture(scope="module")
+def decks(tmp_path_factory):
+    return build_decks(CHAPTERS, tmp_path_factory.mktemp("slides"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_each_chapter_is_a_real_deck(decks, path):
+    nb = json.loads(path.read_text())
+    types = slide_types(nb)
+    deck = Deck(decks[path.stem].read_text())
+
+    assert MIN_SLIDES <= len(deck.slides) <= MAX_SLIDES, (
+        f"{path.name}: {len(deck.slides)} slides; mark section starts `slide` and sub-sections `subslide` "
+        f"(View -> Cell Toolbar / the property inspector's Slide Type) so the deck has {MIN_SLIDES}-{MAX_SLIDES}")
+    # the deck follows the metadata: the first cell always opens a slide
+    opens_horizontal = types.count("slide") + (types[0] != "slide")
+    opens_slide = opens_horizontal + types.count("subslide")
+    assert deck.horizontal == opens_horizontal
+    assert len(deck.slides) == opens_slide
+    assert deck.notes == types.count("notes")
+    assert deck.cells == len(types) - types.count("skip") - types.count("notes"), "skip cells must be left out"
+    assert deck.fragments >= types.count("fragment")
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_every_slide_opens_with_a_heading(path):
+    nb = json.loads(path.read_text())
+    for i, (cell, kind) in enumerate(zip(nb["cells"], slide_types(nb))):
+        if kind in ("slide", "subslide") or i == 0:
+            source = "".join(cell["source"]).lstrip()
+            assert cell["cell_type"] == "markdown" and source.startswith("#"), (
+                f"{path.name} cell {i} opens a {kind if kind != '-' else 'first'} slide but is not a Markdown heading")
+
+
+def test_the_deck_reader_follows_slide_metadata(tmp_path):
+    """The reader above against a tiny notebook whose structure is known: it can tell a wrong deck."""
+    import nbformat
+
+    def md(text, kind=None):
+        cell = nbformat.v4.new_markdown_cell(text)
+        if kind:
+            cell.metadata["slideshow"] = {"slide_type": kind}
+        return cell
+
+    cells = [md("# Title", "slide"), md("hidden", "skip"), md("## Part A", "slide"), md("### A.1", "subslide"),
+             md("a point", "fragment"), md("say this aloud", "notes"), md("## Part B", "slide"), md("more")]
+    path = tmp_path / "tiny.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=cells), str(path))
+    deck = Deck(build_decks([path], tmp_path / "out")["tiny"].read_text())
+    assert deck.horizontal == 3                 # Title | Part A (+ A.1 below it) | Part B
+    assert deck.slides == [1, 1, 2, 2]         # cells per slide: Title; Part A; A.1 + fragment; Part B + more
+    assert (deck.cells, deck.notes, deck.fragments) == (6, 1, 1)  # 8 cells less the skipped one and the notes
+    assert "hidden" not in (tmp_path / "out" / "tiny.slides.html").read_text().split('class="slides"')[1]
+
+
+# --------------------------------------------------------------------------------------------------
+# the instructor guide that goes with the decks
+# --------------------------------------------------------------------------------------------------
+INSTRUCTOR = ROOT / "instructor"
+GUIDE_SECTIONS = ["## Learning goals", "## Suggested timing", "## What to draw on the board",
+                  "## Where learners stumble", "## Check questions"]
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_every_chapter_has_an_instructor_page(path):
+    page = INSTRUCTOR / f"{path.stem}.md"
+    assert page.exists(), f"write instructor/{page.name} (see instructor/README.md for the parts every page has)"
+    text = page.read_text()
+    for heading in GUIDE_SECTIONS:
+        assert heading in text, f"{page.name} lacks a '{heading}' section"
+    assert "docs/grading.md" in text, f"{page.name} should link the grading guide"
+    assert f"({page.name})" in (INSTRUCTOR / "README.md").read_text(), f"instructor/README.md does not list {page.name}"
+
+
+def test_check_question_answers_match_the_chapters():
+    """Each page gives, for question N, the letter the chapter's quiz accepts (pages go stale otherwise)."""
+    for page in sorted(INSTRUCTOR.glob("[0-9][0-9]_*.md")):
+        chapter = ROOT / "chapters" / f"{page.stem}.ipynb"
+        assert chapter.exists(), f"{page.name} has no chapter"
+        shown = "\n".join("".join(o.get("data", {}).get("text/markdown", "")) for c in json.loads(chapter.read_text())["cells"]
+                          for o in c.get("outputs", []))
+        answers = re.findall(r"\*\*Question (\d+)\.\*\*.*?<summary>Show the answer</summary>\s*\*\*\((\w)\)\*\*", shown, re.S)
+        on_page = re.findall(r"^(\d+)\. \*\*.*?→\s+\*\*\((\w)\)", page.read_text(), re.M | re.S)
+        assert on_page == answers, f"{page.name}: answers {on_page} vs the chapter's {answers}"
+
+
+def test_instructor_links_resolve():
+    for page in INSTRUCTOR.glob("*.md"):
+        for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", page.read_text()):
+            assert (page.parent / target).exists(), f"{page.name} links to a missing {target}"
