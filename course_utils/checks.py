@@ -403,7 +403,7 @@ class MultipleChoice:
             return False, f"answer with one of {', '.join(repr(c) for c in self.choices)}, got {given!r}"
         if letter == self.answer:
             return True, self.explanation
-        return False, self.wrong_hints.get(letter, "not quite: reread the question and the chapter's section on it.")
+        return False, self.wrong_hints.get(letter, "reread the question and the chapter's section on it.")
 
 
 QUESTIONS = {

@@ -116,7 +116,7 @@ def layer_norm_explorer(values=(4.0, 6.0, 2.0, 8.0), gamma=1.0, beta=0.0, eps=1e
     }
     controls["gamma"] = w.FloatSlider(value=gamma, min=-3, max=3, step=0.1, description="γ (gamma)", style=style)
     controls["beta"] = w.FloatSlider(value=beta, min=-5, max=5, step=0.1, description="β (beta)", style=style)
-    controls["eps"] = w.FloatLogSlider(value=eps, base=10, min=-8, max=2, step=0.5, description="ε (eps)", style=style)
+    controls["eps"] = w.FloatLogSlider(value=eps, base=10, min=-8, max=2, step=0.5, description="ε (eps)", readout_format=".0e", style=style)
     n = len(values)
 
     def unpack(**kw):
@@ -203,7 +203,7 @@ def rms_norm_explorer(values=(4.0, 6.0, 2.0, 8.0), shift=0.0, gain=1.0, eps=1e-6
     }
     controls["shift"] = w.FloatSlider(value=shift, min=-20, max=20, step=0.5, description="c (added to all)", style=style)
     controls["gain"] = w.FloatSlider(value=gain, min=-3, max=3, step=0.1, description="g (gain)", style=style)
-    controls["eps"] = w.FloatLogSlider(value=eps, base=10, min=-8, max=2, step=0.5, description="ε (eps)", style=style)
+    controls["eps"] = w.FloatLogSlider(value=eps, base=10, min=-8, max=2, step=0.5, description="ε (eps)", readout_format=".0e", style=style)
     n = len(values)
 
     def unpack(**kw):
