@@ -105,28 +105,38 @@ def describe_layer_norm(values, gamma=1.0, beta=0.0, eps=1e-5) -> str:
     )
 
 
+_STYLE = {"description_width": "initial"}
+
+
+def _vector_explorer(values, extras: dict, eps: float, draw, describe):
+    """Sliders x1..xn for the values, then `extras` (name -> slider), then ε; draw and describe receive
+    (values, *extra values in order, eps) and are redrawn whenever a slider moves."""
+    import ipywidgets as w
+
+    controls = {
+        f"x{i + 1}": w.FloatSlider(value=v, min=-10, max=10, step=0.5, description=f"x{i + 1}", style=_STYLE)
+        for i, v in enumerate(values)
+    }
+    controls.update(extras)
+    controls["eps"] = w.FloatLogSlider(value=eps, base=10, min=-8, max=2, step=0.5, description="ε (eps)",
+                                       readout_format=".0e", style=_STYLE)
+    n = len(values)
+
+    def unpack(**kw):
+        return ([kw[f"x{i + 1}"] for i in range(n)], *(kw[name] for name in extras), kw["eps"])
+
+    return live_figure(lambda **kw: draw(*unpack(**kw)), controls, describe=lambda **kw: describe(*unpack(**kw)))
+
+
 def layer_norm_explorer(values=(4.0, 6.0, 2.0, 8.0), gamma=1.0, beta=0.0, eps=1e-5):
     """Sliders for four values, γ, β and ε; bar charts of the input and of LayerNorm's output."""
     import ipywidgets as w
 
-    style = {"description_width": "initial"}
-    controls = {
-        f"x{i + 1}": w.FloatSlider(value=v, min=-10, max=10, step=0.5, description=f"x{i + 1}", style=style)
-        for i, v in enumerate(values)
+    extras = {
+        "gamma": w.FloatSlider(value=gamma, min=-3, max=3, step=0.1, description="γ (gamma)", style=_STYLE),
+        "beta": w.FloatSlider(value=beta, min=-5, max=5, step=0.1, description="β (beta)", style=_STYLE),
     }
-    controls["gamma"] = w.FloatSlider(value=gamma, min=-3, max=3, step=0.1, description="γ (gamma)", style=style)
-    controls["beta"] = w.FloatSlider(value=beta, min=-5, max=5, step=0.1, description="β (beta)", style=style)
-    controls["eps"] = w.FloatLogSlider(value=eps, base=10, min=-8, max=2, step=0.5, description="ε (eps)", readout_format=".0e", style=style)
-    n = len(values)
-
-    def unpack(**kw):
-        return [kw[f"x{i + 1}"] for i in range(n)], kw["gamma"], kw["beta"], kw["eps"]
-
-    return live_figure(
-        lambda **kw: draw_layer_norm(*unpack(**kw)),
-        controls,
-        describe=lambda **kw: describe_layer_norm(*unpack(**kw)),
-    )
+    return _vector_explorer(values, extras, eps, draw_layer_norm, describe_layer_norm)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -196,21 +206,8 @@ def rms_norm_explorer(values=(4.0, 6.0, 2.0, 8.0), shift=0.0, gain=1.0, eps=1e-6
     """
     import ipywidgets as w
 
-    style = {"description_width": "initial"}
-    controls = {
-        f"x{i + 1}": w.FloatSlider(value=v, min=-10, max=10, step=0.5, description=f"x{i + 1}", style=style)
-        for i, v in enumerate(values)
+    extras = {
+        "shift": w.FloatSlider(value=shift, min=-20, max=20, step=0.5, description="c (added to all)", style=_STYLE),
+        "gain": w.FloatSlider(value=gain, min=-3, max=3, step=0.1, description="g (gain)", style=_STYLE),
     }
-    controls["shift"] = w.FloatSlider(value=shift, min=-20, max=20, step=0.5, description="c (added to all)", style=style)
-    controls["gain"] = w.FloatSlider(value=gain, min=-3, max=3, step=0.1, description="g (gain)", style=style)
-    controls["eps"] = w.FloatLogSlider(value=eps, base=10, min=-8, max=2, step=0.5, description="ε (eps)", readout_format=".0e", style=style)
-    n = len(values)
-
-    def unpack(**kw):
-        return [kw[f"x{i + 1}"] for i in range(n)], kw["shift"], kw["gain"], kw["eps"]
-
-    return live_figure(
-        lambda **kw: draw_rms_norm(*unpack(**kw)),
-        controls,
-        describe=lambda **kw: describe_rms_norm(*unpack(**kw)),
-    )
+    return _vector_explorer(values, extras, eps, draw_rms_norm, describe_rms_norm)
