@@ -30,3 +30,18 @@ def test_environment_yml_mirrors_requirements():
 def test_no_package_is_pinned_twice():
     names = [l.split("==")[0].lower().replace("_", "-") for l in requirement_pins()]
     assert len(names) == len(set(names))
+
+
+def test_setup_is_up_to_date_after_bootstrap():
+    """`make` reinstalls only when requirements.txt or pyproject.toml is newer than the install stamp."""
+    import shutil
+    import subprocess
+
+    if not (ROOT / ".venv" / ".course-installed").exists() or shutil.which("make") is None:
+        import pytest
+
+        pytest.skip("not running from a `make`-bootstrapped checkout")
+    result = subprocess.run(["make", "-q", "setup"], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, "make would reinstall .venv although the pins did not change"
+    dry = subprocess.run(["make", "-n", "setup"], cwd=ROOT, capture_output=True, text=True)
+    assert "pip install" not in dry.stdout
