@@ -1,67 +1,114 @@
-# The course's commands. Each target bootstraps .venv from requirements.txt first; the bootstrap runs
-# again only when requirements.txt or pyproject.toml changed (the stamp file records the last install).
+# The course's commands. Each target bootstraps .venv from the lock first; the bootstrap runs again only when
+# the lock or pyproject.toml changed (the stamp file records the last install).
 #   make lab        set up, then open JupyterLab at the welcome chapter
-#   make test       set up, then run every test (unit tests + strict nbval over all notebooks)
+#   make test       set up, then run every test (lint, unit tests, strict nbval over all notebooks, browser suite)
+#   make lint       ruff: the linter and the formatter's check (`make format` rewrites)
 #   make execute    re-execute notebooks in place on CPU, regenerate + execute their exercises
 #                   (NB="chapters/02_x.ipynb solutions/ex02_x.ipynb" for just those)
 #   make exercises  regenerate exercises/ from solutions/
 #   make bench      print the measured benchmark figures
 #   make slides     export every chapter to reveal.js decks in artifacts/slides/ (open the .slides.html files)
-#   make browser-deps  install Debian's chromium for the browser tests when it is missing (needs root)
+#   make lock       re-resolve uv.lock from pyproject.toml and regenerate requirements*.txt and environment.yml
+#   make browser-deps  find Chromium/Chrome for the browser tests; as root, install Debian's chromium if none
+#
+# Switches (each one a make variable):
+#   TORCH=cpu       Linux: PyTorch's CPU-only build (about 0.4 GB of downloads in all) instead of PyPI's default,
+#                   the CUDA build (about 2.9 GB with the NVIDIA libraries; the README's table). Remembered in .venv,
+#                   so later commands need not repeat it; TORCH=default switches back. macOS: the same build either way.
+#   LAB_ARGS=...    more options for `jupyter lab` (see the lab target)
+#   PYTHON=python3.12   the interpreter that creates .venv (supported versions: requires-python in pyproject.toml)
 
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.course-installed
+PIP    := $(BIN)/python -m pip --disable-pip-version-check
+TORCH  ?= $(shell cat $(VENV)/.torch 2>/dev/null || echo default)
+STAMP  := $(VENV)/.course-installed-$(TORCH)
 JOBS   ?= 2
 NB     ?= $(wildcard chapters/*.ipynb solutions/*.ipynb)
 SOL    := $(filter solutions/%,$(NB))
 EX     := $(patsubst solutions/%,exercises/%,$(SOL))
+TORCH_VERSION   := $(shell sed -n 's/^torch==\([^ ;]*\).*/\1/p' requirements.txt)
+TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
+
+ifeq ($(filter $(TORCH),default cpu),)
+$(error TORCH must be `cpu` or `default`, not `$(TORCH)`)
+endif
 
 SLIDES_DIR   ?= artifacts/slides
 SLIDES_FLAGS := --to slides --no-prompt --SlidesExporter.reveal_scroll=True --SlidesExporter.reveal_number=c/t
 SLIDES_EXTRA ?=
-CHROMIUM     ?= /usr/bin/chromium
 
-.PHONY: setup lab test execute exercises bench slides browser-deps clean-venv
+.PHONY: setup lab test lint format lock execute exercises bench slides browser-deps clean-venv
 
 setup: $(STAMP)
 
-$(STAMP): requirements.txt pyproject.toml
-	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] >= (3, 11), "Python 3.11+ is needed, found " + sys.version' 
+# 1. a supported Python (one sentence naming the fix otherwise); 2. the venv; 3. when the torch build changes,
+# remove the old one (pip would keep 2.13.0+cpu for ==2.13.0); 4. the lock, every file checked against its hash;
+# on the Linux CPU path, torch's CPU build from a local wheel folder that pip is configured with (an offline
+# training room's wheelhouse), else from PyTorch's CPU index; 5. course_utils, editable; 6. `pip check`.
+$(STAMP): pyproject.toml requirements.txt requirements-cpu.txt tools/check_python.py
+	@$(PYTHON) tools/check_python.py
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check pip==$$(sed -n 's/^pip==//p' requirements.txt)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	@if [ -e $(VENV)/.torch ] && [ "$$(cat $(VENV)/.torch)" != "$(TORCH)" ]; then \
+	  echo "switching torch to the '$(TORCH)' build"; $(PIP) uninstall --yes --quiet torch; fi
+	rm -f $(VENV)/.course-installed-*
+	@if [ "$(TORCH)" = cpu ] && [ "$$(uname -s)" = Linux ]; then \
+	  set -x; \
+	  $(PIP) install --quiet --require-hashes -r requirements-cpu.txt && \
+	  { $(PIP) install --quiet --no-deps --no-index torch==$(TORCH_VERSION)+cpu 2>/dev/null || \
+	    $(PIP) install --quiet --no-deps --index-url $(TORCH_CPU_INDEX) torch==$(TORCH_VERSION)+cpu; }; \
+	else \
+	  set -x; $(PIP) install --quiet --require-hashes -r requirements.txt; \
+	fi
+	$(PIP) install --quiet --no-deps --no-build-isolation -e .
+	$(PIP) check
+	echo $(TORCH) > $(VENV)/.torch
 	touch $@
 
+# JupyterLab serves the whole course (chapters/ and exercises/ side by side: root_dir is the repository, not the
+# welcome chapter's folder) and opens the welcome chapter. As root (a container, a cloud machine) it adds
+# --allow-root, without which JupyterLab refuses to start. LAB_ARGS passes more options to `jupyter lab`, e.g.
+#   make lab LAB_ARGS="--no-browser --ip=127.0.0.1 --port=8899"
+LAB_ARGS   ?=
+ALLOW_ROOT  = $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root)
 lab: $(STAMP)
-	$(BIN)/jupyter lab chapters/00_welcome.ipynb
+	$(BIN)/jupyter lab --ServerApp.root_dir=. $(ALLOW_ROOT) $(LAB_ARGS) chapters/00_welcome.ipynb
 
-test: $(STAMP) browser-deps
+test: lint browser-deps
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile
 
-# The browser tests (tests/test_browser.py) drive Debian's chromium through Playwright. Installed only when
-# missing (apt-get needs root, as in CI); COURSE_CHROMIUM=/path/to/chrome uses another Chromium or Chrome, and
+# ruff, configured in pyproject.toml: lint rules and the formatter, over every .py file and notebook.
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(STAMP)
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+# The browser tests (tests/test_browser.py) drive Chromium or Google Chrome through Playwright (never Playwright's
+# own browser download). One rule finds the browser for this target and for the tests alike (`python
+# tests/browser_support.py --find` prints it): COURSE_CHROMIUM if set; else chromium, chromium-browser, google-chrome,
+# google-chrome-stable on PATH or in /usr/bin, /snap/bin/chromium, /opt/google/chrome/chrome, then Google Chrome.app
+# and Chromium.app in /Applications or ~/Applications. When none is found and you are root with apt-get (as in CI),
+# Debian's chromium is installed. When none can be found or installed, a banner says how to get one and only the
+# browser tests are skipped, unless COURSE_REQUIRE_BROWSER=1 (.ci/run sets it) or CI=true: then `make test` fails.
 # COURSE_SKIP_BROWSER=1 skips the browser tests on purpose. The emoji font (best effort) makes the screenshots
 # show ✅/❌ as learners see them.
+BROWSERS    := $(BIN)/python tests/browser_support.py
 APT_INSTALL := apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends
-browser-deps:
-	@if echo "$${COURSE_SKIP_BROWSER:-}" | grep -qixE '1|true|yes'; then \
-	  echo "browser-deps: COURSE_SKIP_BROWSER is set, the browser tests will be skipped"; \
-	elif [ -n "$${COURSE_CHROMIUM:-}" ]; then \
-	  test -x "$$COURSE_CHROMIUM" || { echo "browser-deps: COURSE_CHROMIUM=$$COURSE_CHROMIUM is not an executable" >&2; exit 1; }; \
-	elif [ -x $(CHROMIUM) ]; then \
-	  if [ "$$(id -u)" = 0 ] && [ ! -e /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf ] && command -v apt-get >/dev/null 2>&1; then \
+browser-deps: $(STAMP)
+	@plan=$$($(BROWSERS) --plan) || exit 1; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  if [ "$$plan" = install ]; then \
+	    echo "browser-deps: no Chromium or Chrome found; installing Debian's chromium with apt-get"; \
+	    $(APT_INSTALL) chromium fonts-noto-color-emoji >/dev/null || echo "browser-deps: apt-get could not install chromium" >&2; \
+	  elif [ "$$plan" = found ] && [ ! -e /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf ]; then \
 	    $(APT_INSTALL) fonts-noto-color-emoji >/dev/null || echo "browser-deps: emoji font not installed (screenshots show boxes for ✅/❌)"; \
 	  fi; \
-	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	  echo "browser-deps: installing chromium with apt-get"; \
-	  $(APT_INSTALL) chromium fonts-noto-color-emoji >/dev/null; \
-	else \
-	  echo "browser-deps: $(CHROMIUM) is missing. Install it (Debian: sudo apt-get install chromium), or set" \
-	    "COURSE_CHROMIUM to a Chromium/Chrome binary, or COURSE_SKIP_BROWSER=1 to skip the browser tests." >&2; exit 1; \
-	fi
+	fi; \
+	$(BROWSERS) --check
 
 execute: $(STAMP)
 	COURSE_DEVICE=cpu $(BIN)/python -m course_utils.nbtools execute $(NB)
@@ -83,8 +130,8 @@ slides: $(STAMP)
 	$(BIN)/jupyter nbconvert $(SLIDES_FLAGS) $(SLIDES_EXTRA) --output-dir $(SLIDES_DIR) $(sort $(wildcard chapters/*.ipynb))
 	$(BIN)/jupyter nbconvert $(SLIDES_FLAGS) --no-input $(SLIDES_EXTRA) --output-dir $(SLIDES_DIR)/no-code $(sort $(wildcard chapters/*.ipynb))
 
-environment.yml: requirements.txt
-	$(PYTHON) tools/sync_environment.py
+lock: $(STAMP)
+	$(BIN)/python tools/lock.py
 
 clean-venv:
 	rm -rf $(VENV)
