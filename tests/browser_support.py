@@ -1,17 +1,22 @@
-"""Run the course the way a learner does: JupyterLab in a real (headless) Chromium.
+"""Run the course the way a learner does: JupyterLab in a real (headless) Chromium or Google Chrome.
 
 `tests/test_browser.py` uses three pieces from here:
 
-* `require_browser_tools()` decides whether the suite can run. A missing Chromium or Playwright is a
-  failure with instructions, never a silent skip; only COURSE_SKIP_BROWSER=1 skips on purpose.
+* `find_browser()` is the one rule that finds Chromium or Chrome; `make browser-deps` asks the same rule
+  through this file's command line (`python tests/browser_support.py --find`, `--check`), so the Makefile
+  and the tests never disagree. `require_browser_tools()` turns its answer into run / skip / fail:
+  a missing browser skips only the browser tests, with a loud banner, on a learner's machine; it fails
+  where the browser is required (COURSE_REQUIRE_BROWSER=1, as .ci/run sets, or CI=true);
+  COURSE_SKIP_BROWSER=1 skips on purpose.
 * `LabServer` starts `jupyter lab --no-browser` on a free loopback port, without token or password, in a
   temporary copy of the course with its own Jupyter config, data, runtime and settings folders (so a
   learner's personal Jupyter set-up cannot change what the test sees).
 * `NotebookPage` opens one notebook in Chromium through Playwright and does what a learner does: clear
   the outputs, Run -> Run All Cells, wait for the kernel, move every control, click every quiz button.
 
-Chromium is Debian's (`/usr/bin/chromium`, or the browser named by COURSE_CHROMIUM): Playwright's own
-browser download is neither needed nor used.
+The browser is the learner's own (Debian's chromium, Google Chrome, ...): Playwright's own browser download
+is neither needed nor used. This file imports only the standard library at the top, so any Python 3 can run
+its command line before .venv exists.
 """
 from __future__ import annotations
 
@@ -29,9 +34,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_CHROMIUM = "/usr/bin/chromium"
-SKIP_ENV = "COURSE_SKIP_BROWSER"
-CHROMIUM_ENV = "COURSE_CHROMIUM"
 SCREENSHOTS = ROOT / "artifacts" / "screenshots"
 
 CHROMIUM_ARGS = [
@@ -49,47 +51,203 @@ WIDGET_FALLBACK = re.compile(r"^\[(Controls|Answer box)\b|^[A-Z]\w*(Slider|Box|D
 
 
 # --------------------------------------------------------------------------------------------------
-# can the suite run here?
+# can the suite run here?  One rule, used by `make browser-deps` (through main() below) and the tests
 # --------------------------------------------------------------------------------------------------
-def chromium_path() -> str:
-    return os.environ.get(CHROMIUM_ENV) or DEFAULT_CHROMIUM
+SKIP_ENV = "COURSE_SKIP_BROWSER"          # 1: skip the browser tests on purpose
+CHROMIUM_ENV = "COURSE_CHROMIUM"          # a Chromium/Chrome binary (a path, or a name on PATH); nothing else is tried
+REQUIRE_ENV = "COURSE_REQUIRE_BROWSER"    # 1: a missing browser fails (CI); 0: never required, even under CI=true
+SEARCH_ROOT_ENV = "COURSE_BROWSER_SEARCH_ROOT"  # for this file's own tests: prefix of the fixed places below
+
+# Looked for in this order (after COURSE_CHROMIUM): these names on PATH, then the fixed places (for a PATH that
+# lacks them, e.g. under sudo or cron), then the macOS application bundles, system-wide and in ~/Applications.
+BROWSER_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+LINUX_PLACES = tuple(f"/usr/bin/{name}" for name in BROWSER_NAMES) + ("/snap/bin/chromium", "/opt/google/chrome/chrome")
+MACOS_BUNDLES = ("Applications/Google Chrome.app/Contents/MacOS/Google Chrome",
+                 "Applications/Chromium.app/Contents/MacOS/Chromium")
+PROBE_TIMEOUT = 30.0  # seconds for `<browser> --version`; a cold Chrome start on a busy laptop takes a few
+
+TRUE_WORDS = {"1", "true", "yes", "on"}
+FALSE_WORDS = {"0", "false", "no", "off"}
 
 
-def opted_out() -> bool:
-    return os.environ.get(SKIP_ENV, "").strip().lower() in {"1", "true", "yes"}
+def _flag(env, name: str) -> bool | None:
+    """True / False when `name` is set to a yes / no word, None when unset or empty."""
+    value = (env.get(name) or "").strip().lower()
+    return True if value in TRUE_WORDS else False if value in FALSE_WORDS else None
 
 
-def missing_browser_tools() -> list[str]:
-    """What is missing for the browser suite, as instructions a person can follow (empty: all there)."""
-    problems = []
-    browser = chromium_path()
-    if not (os.path.isfile(browser) and os.access(browser, os.X_OK)):
-        problems.append(
-            f"Chromium was not found at {browser}. Install it with `make browser-deps` (Debian, as root: "
-            "apt-get install chromium), or point COURSE_CHROMIUM at a Chromium/Chrome binary "
-            "(macOS: COURSE_CHROMIUM='/Applications/Google Chrome.app/Contents/MacOS/Google Chrome')."
-        )
+def opted_out(env=None) -> bool:
+    return bool(_flag(os.environ if env is None else env, SKIP_ENV))
+
+
+def required_by(env=None) -> str | None:
+    """Why a missing browser must fail (COURSE_REQUIRE_BROWSER=1, or CI=true), or None where a skip is allowed.
+
+    CI=true (GitHub Actions, GitLab CI, Travis, CircleCI, ... set it) implies the requirement: nobody reads a
+    banner in an unattended run, so a skip there is exactly the silent vanishing this rule exists to prevent.
+    COURSE_REQUIRE_BROWSER=0 turns that off for a CI that has no browser on purpose."""
+    env = os.environ if env is None else env
+    explicit = _flag(env, REQUIRE_ENV)
+    if explicit is not None:
+        return f"{REQUIRE_ENV}=1" if explicit else None
+    return f"CI={env.get('CI')}" if _flag(env, "CI") else None
+
+
+def browser_candidates(env=None) -> list[str]:
+    """Every place looked at, in order (COURSE_CHROMIUM aside), without duplicates."""
+    env = os.environ if env is None else env
+    root = env.get(SEARCH_ROOT_ENV) or "/"
+    home = env.get("HOME") or os.path.expanduser("~")
+    found = [shutil.which(name, path=env.get("PATH", os.defpath)) for name in BROWSER_NAMES]
+    places = [os.path.join(root, p.lstrip("/")) for p in LINUX_PLACES]
+    places += [os.path.join(root, p) for p in MACOS_BUNDLES] + [os.path.join(home, p) for p in MACOS_BUNDLES]
+    out = []
+    for path in found + places:
+        if path and os.path.abspath(path) not in out:
+            out.append(os.path.abspath(path))
+    return out
+
+
+def probe_browser(path: str, timeout: float = PROBE_TIMEOUT) -> tuple[bool, str]:
+    """(works, version or reason): an executable file that answers `--version` (Ubuntu's chromium-browser
+    without its snap is a script that only says to install the snap, and exits 1)."""
+    if not os.path.isfile(path):
+        return False, "no such file"
+    if not os.access(path, os.X_OK):
+        return False, "not executable"
+    try:
+        done = subprocess.run([path, "--version"], check=False, capture_output=True, text=True, errors="replace",
+                              timeout=timeout, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return False, f"`--version` did not answer within {timeout:.0f} s"
+    except OSError as exc:
+        return False, f"does not start: {exc}"
+    said = " ".join((done.stdout + " " + done.stderr).split())
+    if done.returncode != 0:
+        return False, f"`--version` exited with {done.returncode}: {said[:200]}"
+    return True, " ".join(done.stdout.split())[:120] or said[:120]  # stdout: Debian's wrapper warns on stderr
+
+
+@dataclass
+class BrowserSearch:
+    path: str | None = None         # the browser to use, None when none works
+    version: str = ""               # what it answered to --version
+    named: str | None = None        # COURSE_CHROMIUM, when set (then it is the only candidate)
+    looked_at: list = field(default_factory=list)
+    rejected: list = field(default_factory=list)   # "path: why" for candidates that exist but do not work
+
+
+def find_browser(env=None, probe=probe_browser) -> BrowserSearch:
+    """The first working Chromium/Chrome: COURSE_CHROMIUM if set (and then only it), else `browser_candidates()`."""
+    env = os.environ if env is None else env
+    named = (env.get(CHROMIUM_ENV) or "").strip() or None
+    search = BrowserSearch(named=named)
+    if named:
+        path = named if os.sep in named else (shutil.which(named, path=env.get("PATH", os.defpath)) or named)
+        candidates = [os.path.abspath(path) if os.sep in path else path]
+    else:
+        candidates = browser_candidates(env)
+    for path in candidates:
+        search.looked_at.append(path)
+        if not named and not os.path.isfile(path):
+            continue
+        works, answer = probe(path)
+        if works:
+            search.path, search.version = path, answer
+            return search
+        search.rejected.append(f"{path}: {answer}")
+    return search
+
+
+def chromium_path(env=None) -> str | None:
+    """The browser the suite drives (None when there is none)."""
+    return find_browser(env).path
+
+
+RULE = "=" * 100
+
+
+def missing_browser_banner(search: BrowserSearch, required: str | None) -> str:
+    """What a person reads when no browser was found: what happens, how to fix it, how to silence it."""
+    import textwrap
+
+    if required:
+        head = [f"BROWSER TESTS CANNOT RUN: no Chromium or Google Chrome was found, and {required} requires them.",
+                "`make test` fails until one is installed (CI must never skip the browser tests). Fix it with one of:"]
+        tail = ([f"To skip them on purpose anyway: unset {REQUIRE_ENV} and set {SKIP_ENV}=1."]
+                if required.startswith(REQUIRE_ENV) else
+                [f"To skip them on purpose anyway: {SKIP_ENV}=1 make test (or {REQUIRE_ENV}=0 for a loud skip)."])
+    else:
+        head = ["BROWSER TESTS SKIPPED: no Chromium or Google Chrome was found on this machine.",
+                "Every other test still runs; only tests/test_browser.py (each chapter opened in JupyterLab in a",
+                "real browser) is skipped. To run it, do one of:"]
+        tail = [f"To skip the browser tests on purpose and silence this message: {SKIP_ENV}=1 make test"]
+    fixes = ["  * Debian:      sudo apt-get install chromium   (`make test` does it itself when run as root)",
+             "  * Ubuntu:      sudo snap install chromium, or Google Chrome's .deb from https://www.google.com/chrome/",
+             "  * macOS:       install Google Chrome (https://www.google.com/chrome/) into /Applications",
+             f"  * any system:  {CHROMIUM_ENV}=/path/to/chromium-or-chrome make test"]
+    places = (", ".join(BROWSER_NAMES) + " on PATH; " + ", ".join(LINUX_PLACES) + "; "
+              + ", ".join("/" + p for p in MACOS_BUNDLES) + " (and the same under ~/Applications).")
+    looked = textwrap.wrap("Looked for: " + places, 98, subsequent_indent="  ", break_on_hyphens=False)
+    broken = [f"Found but not working: {why}" for why in search.rejected]
+    lines = head + fixes + looked + broken + tail
+    return "\n".join([RULE] + [" " + line for line in lines] + [RULE])
+
+
+@dataclass
+class Verdict:
+    action: str                   # "run", "skip" or "fail"
+    message: str                  # for a person (the banner when the browser is missing)
+    browser: str | None = None
+    search: BrowserSearch | None = None
+
+
+def browser_verdict(env=None, probe=probe_browser) -> Verdict:
+    """Run, skip or fail the browser tests on this machine. Shared by `make browser-deps` and the tests."""
+    env = os.environ if env is None else env
+    required = required_by(env)
+    if opted_out(env):
+        if _flag(env, REQUIRE_ENV):
+            return Verdict("fail", f"{REQUIRE_ENV}=1 and {SKIP_ENV}=1 contradict each other: the browser tests "
+                                   f"are required here (CI), so they cannot be skipped. Unset one of them.")
+        return Verdict("skip", f"the browser tests are skipped on purpose ({SKIP_ENV}={env.get(SKIP_ENV)})")
+    search = find_browser(env, probe=probe)
+    if search.path:
+        return Verdict("run", f"using {search.path} ({search.version})", search.path, search)
+    if search.named:
+        return Verdict("fail", f"{CHROMIUM_ENV}={search.named} does not work as a browser "
+                               f"({'; '.join(search.rejected)}). Point it at a Chromium or Chrome binary "
+                               f"(macOS: '/Applications/Google Chrome.app/Contents/MacOS/Google Chrome'), "
+                               f"or unset it to let the tests look in the usual places.", search=search)
+    return Verdict("fail" if required else "skip", missing_browser_banner(search, required), search=search)
+
+
+def missing_playwright() -> str | None:
     try:
         import playwright.sync_api  # noqa: F401
     except ImportError:
-        problems.append("Playwright for Python is not installed: run `make setup` (it is pinned in requirements.txt).")
-    return problems
+        return "Playwright for Python is not installed: run `make setup` (it is pinned in the lock)."
+    return None
 
 
-def require_browser_tools() -> None:
-    """Skip only on an explicit opt-out; otherwise a missing tool fails the suite with instructions."""
+def require_browser_tools(env=None) -> str:
+    """The browser to drive; otherwise skip (on purpose, or loudly when none is found on a learner's machine)
+    or fail (required in CI, a broken COURSE_CHROMIUM, or Playwright missing)."""
+    import warnings
+
     import pytest
 
-    if opted_out():
-        pytest.skip(f"browser suite skipped on request ({SKIP_ENV}=1)")
-    problems = missing_browser_tools()
+    verdict = browser_verdict(env)
+    if verdict.action == "skip":
+        if verdict.search is not None:  # not found: loud, in the warnings summary as well as the skip reason
+            warnings.warn(UserWarning("\n" + verdict.message), stacklevel=2)
+        pytest.skip(verdict.message)
+    problems = [verdict.message] if verdict.action == "fail" else []
+    if missing_playwright():
+        problems.append(missing_playwright())
     if problems:
-        ci = " (CI=true: the browser suite must run in CI)" if os.environ.get("CI") else ""
-        pytest.fail(
-            "The browser suite cannot run" + ci + ":\n  - " + "\n  - ".join(problems)
-            + f"\nTo skip it on purpose on this machine, set {SKIP_ENV}=1.",
-            pytrace=False,
-        )
+        pytest.fail("The browser suite cannot run:\n" + "\n".join(problems), pytrace=False)
+    return verdict.browser
 
 
 # --------------------------------------------------------------------------------------------------
@@ -142,7 +300,7 @@ class LabServer:
         env.pop("JUPYTER_TOKEN", None)
         return env
 
-    def start(self, timeout: float = 120.0) -> "LabServer":
+    def start(self, timeout: float = 120.0) -> LabServer:
         env = self._prepare()
         for _attempt in range(3):  # a free port can be taken between asking and binding: try another
             self.port = free_port()
@@ -155,10 +313,9 @@ class LabServer:
                 f"--LabApp.user_settings_dir={self.workdir / 'user-settings'}",
                 f"--LabApp.workspaces_dir={self.workdir / 'workspaces'}",
             ]
-            log = open(self.log_path, "ab")
-            self.process = subprocess.Popen(cmd, cwd=self.course, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL)
-            log.close()
+            with open(self.log_path, "ab") as log:
+                self.process = subprocess.Popen(cmd, cwd=self.course, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                                stdin=subprocess.DEVNULL)
             if self._wait_ready(timeout):
                 return self
             self.stop()
@@ -483,3 +640,51 @@ class NotebookPage:
             cell.evaluate("c => (c.querySelector('.jp-Cell-outputArea') || c).scrollIntoView({block: 'center'})")
             self.page.wait_for_timeout(300)
         self.page.screenshot(path=str(path))
+
+
+# --------------------------------------------------------------------------------------------------
+# command line, for the Makefile: one rule for `make browser-deps` and the tests
+# --------------------------------------------------------------------------------------------------
+def main(argv=None) -> int:
+    """--find   print the browser's path (exit 1, and why on stderr, when there is none)
+    --plan   print what `make browser-deps` should do first: skip | found | install | none
+             (install: no browser and COURSE_CHROMIUM unset, so apt-get may provide Debian's chromium)
+    --check  say what the browser tests will do; exit 1 where they would fail (the loud banner goes to stderr)"""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python tests/browser_support.py", description=main.__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    mode = parser.add_mutually_exclusive_group(required=True)
+    for flag in ("--find", "--plan", "--check"):
+        mode.add_argument(flag, action="store_true")
+    args = parser.parse_args(argv)
+    if args.find:
+        search = find_browser()
+        if search.path:
+            print(search.path)
+            return 0
+        print("no working Chromium or Chrome; looked at: " + ", ".join(search.looked_at), file=sys.stderr)
+        for why in search.rejected:
+            print("  found but not working: " + why, file=sys.stderr)
+        return 1
+    if args.plan:
+        if opted_out():
+            print("skip")
+        else:
+            search = find_browser()
+            print("found" if search.path else "none" if search.named else "install")
+        return 0
+    verdict = browser_verdict()
+    if verdict.action == "run":
+        print(f"browser-deps: {verdict.message}")
+        return 0
+    if verdict.action == "skip" and verdict.search is None:
+        print(f"browser-deps: {verdict.message}")
+        return 0
+    print(verdict.message if verdict.search is not None and not verdict.search.named
+          else f"browser-deps: {verdict.message}", file=sys.stderr)
+    return 0 if verdict.action == "skip" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

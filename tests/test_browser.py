@@ -11,18 +11,26 @@ the kernel is idle, then require
   * no uncaught JavaScript error in the page.
 A screenshot per chapter lands in artifacts/screenshots/ (git-ignored), with a JSON note of what was done.
 
-Needs Debian's Chromium (`make browser-deps`) and Playwright (pinned in requirements.txt). Missing either
-fails with instructions; COURSE_SKIP_BROWSER=1 skips the suite on purpose. COURSE_CHROMIUM names another
-Chromium/Chrome binary; COURSE_BROWSER_TIMEOUT (seconds, default 900) bounds one chapter's run.
+Needs Chromium or Google Chrome, found by `browser_support.find_browser()` (the same rule as `make browser-deps`,
+which installs Debian's chromium as root), and Playwright (pinned in the lock). Without a browser the
+suite is skipped with a loud banner on a learner's machine, and fails where it is required
+(COURSE_REQUIRE_BROWSER=1 as in .ci/run, or CI=true); COURSE_SKIP_BROWSER=1 skips it on purpose. COURSE_CHROMIUM
+names the browser; COURSE_BROWSER_TIMEOUT (seconds, default 900) bounds one chapter's run.
+The unit tests of that rule (fake browsers in temporary folders, and `make browser-deps` itself with a fake `id`
+and a fake `apt-get`) are at the end of this file.
 """
 import dataclasses
 import json
 import os
 import re
-
-import pytest
+import shutil
+import subprocess
+import sys
+import warnings
 
 import browser_support as bs
+import pytest
+
 from conftest import ROOT
 
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
@@ -30,20 +38,25 @@ RUN_TIMEOUT = float(os.environ.get("COURSE_BROWSER_TIMEOUT", "900"))
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    bs.require_browser_tools()
+def browser_executable():
+    """The learner's Chromium/Chrome; skips loudly, or fails where the browser is required (see browser_support)."""
+    return bs.require_browser_tools()
+
+
+@pytest.fixture(scope="module")
+def lab(browser_executable, tmp_path_factory):
     server = bs.LabServer(tmp_path_factory.mktemp("jupyterlab")).start()
     yield server
     server.stop()
 
 
 @pytest.fixture(scope="module")
-def browser(lab):
+def browser(lab, browser_executable):
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
         # launch() gives Chromium a fresh, temporary profile (user-data-dir) of its own every time
-        chromium = p.chromium.launch(executable_path=bs.chromium_path(), args=bs.CHROMIUM_ARGS, headless=True)
+        chromium = p.chromium.launch(executable_path=browser_executable, args=bs.CHROMIUM_ARGS, headless=True)
         yield chromium
         chromium.close()
 
@@ -102,17 +115,6 @@ def test_the_browser_suite_covers_the_chapters():
     assert [p.name for p in CHAPTERS[:2]] == ["00_welcome.ipynb", "01_layernorm_by_hand.ipynb"]
 
 
-def test_a_missing_browser_fails_loudly_unless_skipped_on_purpose(monkeypatch, tmp_path):
-    """The suite must never pass silently in CI because Chromium is missing: only an explicit opt-out skips."""
-    monkeypatch.setenv(bs.CHROMIUM_ENV, str(tmp_path / "no-such-chromium"))
-    monkeypatch.delenv(bs.SKIP_ENV, raising=False)
-    with pytest.raises(pytest.fail.Exception, match="(?s)Chromium was not found.*browser-deps.*COURSE_SKIP_BROWSER=1"):
-        bs.require_browser_tools()
-    monkeypatch.setenv(bs.SKIP_ENV, "1")
-    with pytest.raises(pytest.skip.Exception, match="skipped on request"):
-        bs.require_browser_tools()
-
-
 def test_widget_fallbacks_are_counted_from_the_stored_notebook():
     welcome = ROOT / "chapters" / "00_welcome.ipynb"
     assert bs.expected_widget_outputs(welcome) == 1  # the slider of the widget check
@@ -155,3 +157,210 @@ box = live_figure(draw, {"scale": widgets.FloatSlider(value=1.0, min=0.0, max=2.
     assert report.errors[0]["cell"] == 1
     assert [w["rendered"] for w in report.widgets] == [True]
     assert [(x.control, x.changed) for x in interactions] == [("slider", False)]
+
+
+# --------------------------------------------------------------------------------------------------
+# the rule that finds the browser, and what happens without one (fast: fake browsers in temporary folders)
+# --------------------------------------------------------------------------------------------------
+POLICY_ENV = ("CI", bs.REQUIRE_ENV, bs.SKIP_ENV, bs.CHROMIUM_ENV, bs.SEARCH_ROOT_ENV)
+
+
+def fake_browser(path, version="Fake Chromium 1.0", code=0):
+    """An executable that answers `--version` like a browser (or fails like Ubuntu's chromium-browser stub)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f'#!/bin/sh\necho "{version}"\nexit {code}\n')
+    path.chmod(0o755)
+    return path
+
+
+@pytest.fixture
+def machine(tmp_path, monkeypatch):
+    """An empty machine: PATH, HOME and the fixed places (/usr/bin, /Applications, ...) all in tmp_path, and none
+    of the policy variables (so the runner's own CI=true or COURSE_REQUIRE_BROWSER=1 cannot change the result)."""
+    dirs = {name: tmp_path / name for name in ("bin", "home", "root")}
+    for d in dirs.values():
+        d.mkdir()
+    for var in POLICY_ENV:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("PATH", str(dirs["bin"]))
+    monkeypatch.setenv("HOME", str(dirs["home"]))
+    monkeypatch.setenv(bs.SEARCH_ROOT_ENV, str(dirs["root"]))
+    return dirs
+
+
+def test_the_browser_is_found_in_the_documented_order(machine, monkeypatch):
+    """Every documented place holds a working fake browser; removing the winner each time must reveal the next."""
+    bin_, home, root = machine["bin"], machine["home"], machine["root"]
+    order = [bin_ / name for name in bs.BROWSER_NAMES]
+    order += [root / "usr/bin" / name for name in bs.BROWSER_NAMES]
+    order += [root / "snap/bin/chromium", root / "opt/google/chrome/chrome"]
+    order += [root / "Applications/Google Chrome.app/Contents/MacOS/Google Chrome",
+              root / "Applications/Chromium.app/Contents/MacOS/Chromium",
+              home / "Applications/Google Chrome.app/Contents/MacOS/Google Chrome",
+              home / "Applications/Chromium.app/Contents/MacOS/Chromium"]
+    for path in order:
+        fake_browser(path, version=f"Fake {path.name} 1.0")
+    assert [os.path.abspath(p) for p in order] == bs.browser_candidates()
+
+    named = fake_browser(machine["home"] / "my-chrome", version="My Chrome 2.0")
+    monkeypatch.setenv(bs.CHROMIUM_ENV, str(named))
+    assert bs.find_browser().path == str(named), "COURSE_CHROMIUM comes first"
+    monkeypatch.delenv(bs.CHROMIUM_ENV)
+
+    for path in order:
+        search = bs.find_browser()
+        assert search.path == str(path)
+        assert search.version == f"Fake {path.name} 1.0"
+        path.unlink()
+    assert bs.find_browser().path is None
+
+
+def test_a_browser_that_does_not_run_is_passed_over_and_named(machine):
+    """Ubuntu's /usr/bin/chromium-browser without its snap is a script that exits 1: not a browser."""
+    stub = fake_browser(machine["bin"] / "chromium-browser", code=1,
+                        version="Command '/usr/bin/chromium-browser' requires the chromium snap to be installed.")
+    chrome = fake_browser(machine["root"] / "opt/google/chrome/chrome", version="Google Chrome 131.0")
+    search = bs.find_browser()
+    assert (search.path, search.version) == (str(chrome), "Google Chrome 131.0")
+    assert search.rejected == [(f"{stub}: `--version` exited with 1: Command '/usr/bin/chromium-browser' requires "
+                                "the chromium snap to be installed.")]
+    chrome.unlink()
+    verdict = bs.browser_verdict()
+    assert verdict.action == "skip"
+    assert f"Found but not working: {stub}: `--version` exited with 1" in verdict.message
+
+
+def test_course_chromium_is_the_only_candidate_when_set(machine, monkeypatch):
+    fake_browser(machine["bin"] / "chromium")
+    monkeypatch.setenv(bs.CHROMIUM_ENV, str(machine["home"] / "no-such-chrome"))
+    verdict = bs.browser_verdict()
+    assert verdict.action == "fail", "a mistyped COURSE_CHROMIUM must not fall back to another browser silently"
+    assert f"COURSE_CHROMIUM={machine['home'] / 'no-such-chrome'} does not work" in verdict.message
+    assert "no such file" in verdict.message
+    monkeypatch.setenv(bs.CHROMIUM_ENV, "chromium")  # a bare name is looked up on PATH
+    assert bs.find_browser().path == str(machine["bin"] / "chromium")
+
+
+def test_no_browser_on_a_learners_machine_skips_loudly(machine):
+    """Skipped, never silently: the banner is the skip reason AND a warning (shown in pytest's summary)."""
+    with pytest.warns(UserWarning, match="BROWSER TESTS SKIPPED") as caught, \
+            pytest.raises(pytest.skip.Exception) as skipped:
+        bs.require_browser_tools()
+    reason = str(skipped.value)
+    assert reason == str(caught[0].message).strip()
+    for fix in ("BROWSER TESTS SKIPPED: no Chromium or Google Chrome was found",
+                "sudo apt-get install chromium",
+                "install Google Chrome (https://www.google.com/chrome/) into /Applications",
+                "COURSE_CHROMIUM=/path/to/chromium-or-chrome make test",
+                "COURSE_SKIP_BROWSER=1 make test",
+                "/Applications/Google Chrome.app/Contents/MacOS/Google Chrome"):
+        assert fix in reason
+    assert reason.startswith("=" * 100) and reason.endswith("=" * 100)
+
+
+@pytest.mark.parametrize("env, why", [({bs.REQUIRE_ENV: "1"}, "COURSE_REQUIRE_BROWSER=1"),
+                                      ({"CI": "true"}, "CI=true"),
+                                      ({"CI": "true", bs.REQUIRE_ENV: "yes"}, "COURSE_REQUIRE_BROWSER=1")])
+def test_no_browser_fails_where_it_is_required(machine, monkeypatch, env, why):
+    for var, value in env.items():
+        monkeypatch.setenv(var, value)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a failure, not a skip with a warning
+        with pytest.raises(pytest.fail.Exception, match=f"BROWSER TESTS CANNOT RUN: .* and {why} requires them"):
+            bs.require_browser_tools()
+
+
+def test_the_requirement_can_be_lifted_and_the_suite_skipped_on_purpose(machine, monkeypatch):
+    monkeypatch.setenv("CI", "true")
+    monkeypatch.setenv(bs.REQUIRE_ENV, "0")  # a CI without a browser on purpose: the learner's loud skip
+    with pytest.warns(UserWarning, match="BROWSER TESTS SKIPPED"), pytest.raises(pytest.skip.Exception):
+        bs.require_browser_tools()
+    monkeypatch.delenv(bs.REQUIRE_ENV)
+    monkeypatch.setenv(bs.SKIP_ENV, "1")  # on purpose: a one-line reason, no banner, no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(pytest.skip.Exception, match=r"^the browser tests are skipped on purpose"):
+            bs.require_browser_tools()
+    monkeypatch.setenv(bs.REQUIRE_ENV, "1")  # .ci/run's requirement cannot be skipped away
+    with pytest.raises(pytest.fail.Exception, match="contradict each other"):
+        bs.require_browser_tools()
+
+
+def test_a_found_browser_is_returned_to_the_suite(machine):
+    chrome = fake_browser(machine["home"] / "Applications/Google Chrome.app/Contents/MacOS/Google Chrome")
+    assert bs.require_browser_tools() == str(chrome)
+
+
+# `make browser-deps` itself, in a sandbox: PATH holds a fake `id` (root or not), a fake `apt-get` that records its
+# arguments and "installs" a fake chromium into the fake /usr/bin, and the few real tools the Makefile needs.
+FAKE_APT = """#!/bin/sh
+echo "$*" >> "$APT_LOG"
+case "$*" in *"install"*" chromium"*)
+  /bin/mkdir -p "$COURSE_BROWSER_SEARCH_ROOT/usr/bin"
+  printf '#!/bin/sh\\necho Chromium 131.0 built on Debian\\n' > "$COURSE_BROWSER_SEARCH_ROOT/usr/bin/chromium"
+  /bin/chmod 755 "$COURSE_BROWSER_SEARCH_ROOT/usr/bin/chromium";;
+esac
+"""
+
+
+MAKE = shutil.which("make")  # looked up before a test's sandbox replaces PATH
+TOOLS = {tool: shutil.which(tool) for tool in ("cat", "sed", "uname", "grep")}
+
+
+def run_browser_deps(machine, uid, **env):
+    make = MAKE
+    if make is None:
+        pytest.skip("GNU make is not installed (the README's commands need it)")
+    bin_ = machine["bin"]
+    (bin_ / "id").write_text(f"#!/bin/sh\necho {uid}\n")
+    (bin_ / "apt-get").write_text(FAKE_APT)
+    for tool in ("id", "apt-get"):
+        (bin_ / tool).chmod(0o755)
+    for tool, real in TOOLS.items():
+        if real and not (bin_ / tool).exists():
+            (bin_ / tool).symlink_to(real)
+    log = machine["home"] / "apt.log"
+    base = {"PATH": str(bin_), "HOME": str(machine["home"]), bs.SEARCH_ROOT_ENV: str(machine["root"]),
+            "APT_LOG": str(log), "LC_ALL": "C.UTF-8"}
+    done = subprocess.run([make, "-s", "--no-print-directory", "browser-deps", f"PYTHON={sys.executable}"],
+                          cwd=ROOT, env={**base, **env}, capture_output=True, text=True, timeout=120, check=False)
+    return done.returncode, done.stdout + done.stderr, log.read_text() if log.exists() else ""
+
+
+def test_make_browser_deps_without_a_browser_and_without_root_skips_loudly(machine):
+    rc, out, apt = run_browser_deps(machine, uid=1000)
+    assert rc == 0, out
+    assert "BROWSER TESTS SKIPPED: no Chromium or Google Chrome was found" in out
+    assert "sudo apt-get install chromium" in out and "COURSE_CHROMIUM=" in out
+    assert apt == "", "apt-get needs root: not tried"
+    rc, out, _ = run_browser_deps(machine, uid=1000, **{bs.REQUIRE_ENV: "1"})
+    assert rc != 0 and "BROWSER TESTS CANNOT RUN" in out, out
+    rc, out, _ = run_browser_deps(machine, uid=1000, CI="true")
+    assert rc != 0 and "CI=true requires them" in out, out
+
+
+def test_make_browser_deps_as_root_installs_debians_chromium(machine):
+    rc, out, apt = run_browser_deps(machine, uid=0, **{bs.REQUIRE_ENV: "1"})
+    assert rc == 0, out
+    assert "installing Debian's chromium with apt-get" in out
+    assert "install -y -qq --no-install-recommends chromium fonts-noto-color-emoji" in apt
+    assert f"browser-deps: using {machine['root'] / 'usr/bin/chromium'} (Chromium 131.0 built on Debian)" in out
+
+
+def test_make_browser_deps_uses_chrome_where_the_tests_find_it(machine, monkeypatch):
+    """The Makefile asks the tests' rule: Google Chrome in ~/Applications (a Mac without admin rights) is enough."""
+    chrome = fake_browser(machine["home"] / "Applications/Google Chrome.app/Contents/MacOS/Google Chrome",
+                          version="Google Chrome 131.0")
+    rc, out, apt = run_browser_deps(machine, uid=1000, **{bs.REQUIRE_ENV: "1"})
+    assert rc == 0 and f"browser-deps: using {chrome} (Google Chrome 131.0)" in out, out
+    assert apt == ""
+    found = subprocess.run([sys.executable, str(ROOT / "tests/browser_support.py"), "--find"], capture_output=True,
+                           text=True, env=dict(os.environ), check=True)
+    assert found.stdout.strip() == str(chrome) == bs.find_browser().path
+
+
+def test_make_browser_deps_respects_the_opt_out(machine):
+    rc, out, apt = run_browser_deps(machine, uid=0, **{bs.SKIP_ENV: "1"})
+    assert (rc, apt) == (0, ""), out
+    assert "browser-deps: the browser tests are skipped on purpose (COURSE_SKIP_BROWSER=1)" in out
+    assert "BROWSER TESTS" not in out
