@@ -96,9 +96,10 @@ format: $(STAMP)
 # browser tests are skipped, unless COURSE_REQUIRE_BROWSER=1 (.ci/run sets it) or CI=true: then `make test` fails.
 # COURSE_SKIP_BROWSER=1 skips the browser tests on purpose. The emoji font (best effort) makes the screenshots
 # show ✅/❌ as learners see them.
-BROWSERS    := $(BIN)/python tests/browser_support.py
+# (runs before .venv exists too: the venv's Python when there is one, else $(PYTHON))
+BROWSERS     = $(if $(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON)) tests/browser_support.py
 APT_INSTALL := apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends
-browser-deps: $(STAMP)
+browser-deps:
 	@plan=$$($(BROWSERS) --plan) || exit 1; \
 	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	  if [ "$$plan" = install ]; then \

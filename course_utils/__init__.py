@@ -16,7 +16,7 @@ Modules (import what you need; importing this package loads none of them, so it 
     training    the training loop with warmup, probes and a deterministic progress bar
     experiments the stability lab: stability_sweep(), lr_sensitivity() (chapter 05)
     grade       `python -m course_utils.grade SUBMISSIONS...`: the instructors' batch grader
-    env         seed_everything(), pick_device(), environment_report()
+    env         seed_everything(), pick_device(), environment_report(), course_releases()
     exercises   `python -m course_utils.exercises` writes exercises/ from solutions/
     nbtools     `python -m course_utils.nbtools execute ...` re-executes notebooks deterministically
 """

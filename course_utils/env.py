@@ -8,7 +8,7 @@ import sys
 
 import torch
 
-__all__ = ["seed_everything", "pick_device", "device_reason", "environment_report"]
+__all__ = ["seed_everything", "pick_device", "device_reason", "environment_report", "release", "course_releases"]
 
 
 def seed_everything(seed: int = 0) -> None:
@@ -44,8 +44,28 @@ def pick_device() -> torch.device:
     return torch.device(device_reason()[0])
 
 
+def release(version: str) -> str:
+    """A version without its local build tag: "2.13.0+cpu" -> "2.13.0".
+
+    The part after "+" names how a package was built (torch: +cpu is the CPU-only build, +cu130 a CUDA 13.0
+    build, and pip's default builds carry no tag), not which code it runs.
+    """
+    return str(version).split("+", 1)[0]
+
+
+def course_releases() -> dict:
+    """The releases of the packages whose code makes the course's numbers: the same on every machine set up
+    with `make` (they are pinned), whatever its operating system, Python patch version, torch build or device."""
+    import ipywidgets
+    import matplotlib
+    import numpy
+
+    return {"torch": release(torch.__version__), "numpy": release(numpy.__version__),
+            "matplotlib": release(matplotlib.__version__), "ipywidgets": release(ipywidgets.__version__)}
+
+
 def environment_report() -> dict:
-    """Versions and the picked device, as a dict (the welcome chapter prints it)."""
+    """Versions and the picked device, as a dict (the welcome chapter prints what differs between machines)."""
     import matplotlib
     import numpy
 

@@ -1,4 +1,8 @@
-import os
+"""Helpers the tests import (`from conftest import ROOT, all_notebooks`) and shared fixtures.
+
+The environment defaults every run needs (COURSE_DEVICE=cpu, PYTHONHASHSEED=0) live in the root
+conftest.py, which pytest loads for any path, including a notebook folder collected on its own.
+"""
 import sys
 from pathlib import Path
 
@@ -6,10 +10,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK_FOLDERS = ("chapters", "solutions", "exercises")
-
-# nbval kernels and the tests run on the CPU, so stored outputs (made on CPU by `make execute`) compare equal.
-os.environ.setdefault("COURSE_DEVICE", "cpu")
-os.environ.setdefault("PYTHONHASHSEED", "0")
 
 
 def all_notebooks():

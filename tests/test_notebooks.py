@@ -2,13 +2,18 @@
 
 (nbval itself, run by the same `pytest`, re-executes every notebook and compares each stored output.)
 """
+import io
 import json
 import re
 import shutil
 import subprocess
 import sys
+import tokenize
+import warnings
 
+import nbformat
 import pytest
+from nbval.plugin import find_comment_markers, find_metadata_tags
 
 from course_utils import nbtools
 
@@ -83,3 +88,120 @@ def test_a_second_execute_changes_nothing(tmp_path, name):
     shutil.copy(src, copy)
     nbtools.execute(copy)
     assert json.loads(copy.read_text()) == json.loads(src.read_text())
+
+
+def comments_in(source):
+    """{line index: comment} for a cell's source: tokenize tells a `#` inside a string from a comment."""
+    lines = io.StringIO(source).readlines()
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except (tokenize.TokenError, SyntaxError):  # not plain Python (an unclosed bracket...): judge every '#'
+        return {i: line[line.index("#"):] for i, line in enumerate(lines) if "#" in line}
+    return {t.start[0] - 1: t.string for t in tokens if t.type == tokenize.COMMENT}
+
+
+def nbval_marker_problems(nb):
+    """The nbval markers in a notebook that nbval itself would not honour, one readable line each.
+
+    nbval reads a comment line as a marker only when, once the `#`s and the spaces around them are
+    stripped, the rest is exactly one of its markers: `# NBVAL_IGNORE_OUTPUT` is one, but
+    `# NBVAL_IGNORE_OUTPUT  (versions differ)` is an ordinary comment, and nbval then compares that
+    cell's output byte for byte. A marker after code (`x = 1  # NBVAL_SKIP`) is ignored too. So every
+    comment that mentions nbval must be a line that nbval's own `find_comment_markers` accepts, every
+    cell tag that starts with `nbval` one that `find_metadata_tags` knows, and no cell may carry two
+    conflicting markers (nbval warns and keeps the last). Cells are numbered as nbval numbers them:
+    "Cell N" counts code cells only.
+    """
+    problems = []
+    for number, cell in enumerate(nbtools.code_cells(nb)):
+        lines = io.StringIO(cell.source).readlines()
+        for index, comment in comments_in(cell.source).items():
+            if "nbval" in comment.lower() and not dict(find_comment_markers(lines[index])):
+                problems.append(f"Cell {number}: nbval does not read {lines[index].strip()!r} as a marker")
+        for tag in cell.metadata.get("tags", []):
+            if tag.lower().startswith("nbval") and not dict(find_metadata_tags({"tags": [tag]})):
+                problems.append(f"Cell {number}: nbval does not know the tag {tag!r}")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            dict(find_comment_markers(cell.source))
+            dict(find_metadata_tags(cell.metadata))
+        problems += [f"Cell {number}: {w.message}" for w in caught]
+    return problems
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_nbval_markers_are_ones_nbval_honours(path):
+    assert nbval_marker_problems(nbtools.read(path)) == []
+
+
+def notebook_of(*sources, tags=()):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source, metadata={"tags": list(tags)} if tags else {}) for source in sources]
+    return nb
+
+
+@pytest.mark.parametrize("line", [
+    "# NBVAL_IGNORE_OUTPUT  (versions and the device differ between machines)",  # the welcome chapter had this
+    "# NBVAL_IGNORE_OUTPUT: timings vary",
+    "# NBVAL_IGNORE_OUTPUTS",
+    "# nbval_ignore_output",
+    "# NBVAL-IGNORE-OUTPUT",
+    "# NBVAL IGNORE OUTPUT",
+    "# NBVAL_SKIPP",
+    "print(elapsed)  # NBVAL_IGNORE_OUTPUT",
+    "# see NBVAL_IGNORE_OUTPUT in the cell above",
+])
+def test_a_malformed_comment_marker_is_reported(line):
+    problems = nbval_marker_problems(notebook_of(f"import time\n{line}\nprint(1)"))
+    assert problems == [f"Cell 0: nbval does not read {line.strip()!r} as a marker"]
+
+
+@pytest.mark.parametrize("tag", ["nbval-ignore-outputs", "NBVAL-IGNORE-OUTPUT", "nbval_ignore_output", "nbval-skips"])
+def test_an_unknown_nbval_tag_is_reported(tag):
+    problems = nbval_marker_problems(notebook_of("print(1)", tags=[tag]))
+    assert problems == [f"Cell 0: nbval does not know the tag {tag!r}"]
+
+
+def test_conflicting_markers_are_reported():
+    problems = nbval_marker_problems(notebook_of("print(1)", "# NBVAL_IGNORE_OUTPUT\n# NBVAL_CHECK_OUTPUT\nprint(2)"))
+    assert len(problems) == 1 and problems[0].startswith("Cell 1: Conflicting comment markers")
+
+
+@pytest.mark.parametrize("source", [
+    "# NBVAL_IGNORE_OUTPUT\nprint(1)",
+    "import time\n   #NBVAL_SKIP   \nprint(1)",
+    "## NBVAL_RAISES_EXCEPTION\nraise ValueError",
+    "# NBVAL_CHECK_OUTPUT",
+    'print("run pytest --nbval to check the stored outputs")  # a string, not a comment',
+    'text = """\nthe # NBVAL_IGNORE_OUTPUT marker\n"""',
+    "# versions differ between machines: the asserts below hold everywhere",
+])
+def test_a_marker_nbval_honours_or_no_marker_is_not_reported(source):
+    tags = ["nbval-ignore-output", "raises-exception", "hide-input"]
+    assert nbval_marker_problems(notebook_of(source, tags=tags)) == []
+
+
+def test_the_welcome_chapter_with_its_old_malformed_marker_is_reported():
+    nb = nbtools.read(ROOT / "chapters" / "00_welcome.ipynb")
+    cell = nbtools.code_cells(nb)[0]
+    assert cell.source.startswith("# NBVAL_IGNORE_OUTPUT\n")
+    old = "# NBVAL_IGNORE_OUTPUT  (versions differ between machines)"
+    cell.source = cell.source.replace("# NBVAL_IGNORE_OUTPUT\n", old + "\n", 1)
+    assert nbval_marker_problems(nb) == [f"Cell 0: nbval does not read {old!r} as a marker"]
+
+
+@pytest.mark.slow
+def test_nbval_compares_a_cell_whose_marker_it_does_not_read(tmp_path):
+    """The premise of the marker test, checked on nbval itself: a malformed marker is no marker at all."""
+    nb = notebook_of("# NBVAL_IGNORE_OUTPUT\nprint('made on this machine')",
+                     "# NBVAL_IGNORE_OUTPUT  (differs between machines)\nprint('made on this machine')")
+    for cell in nb.cells:
+        cell.execution_count = 1
+        cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="made on another machine\n")]
+    path = tmp_path / "markers.ipynb"
+    nbformat.write(nb, str(path))
+    assert nbval_marker_problems(nb) == [
+        "Cell 1: nbval does not read '# NBVAL_IGNORE_OUTPUT  (differs between machines)' as a marker"]
+    result = nbval([path], tmp_path)
+    assert "1 failed, 1 passed" in result.stdout, result.stdout[-2000:]
+    assert "FAILED markers.ipynb::Cell 1" in result.stdout
