@@ -12,6 +12,7 @@
 
 Timings on a shared machine are inflated by whatever else runs there; the ratio is the figure to compare.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,8 +45,10 @@ def wrong():
     nb = solved()
     for cell in nb.cells:
         if cell.cell_type == "code" and cell.source.startswith("def layer_norm("):
-            cell.source = cell.source.replace("((x - mean) ** 2).mean(dim=-1, keepdim=True)",
-                                              "((x - mean) ** 2).sum(dim=-1, keepdim=True) / (x.shape[-1] - 1)")
+            cell.source = cell.source.replace(
+                "((x - mean) ** 2).mean(dim=-1, keepdim=True)",
+                "((x - mean) ** 2).sum(dim=-1, keepdim=True) / (x.shape[-1] - 1)",
+            )
     return nb
 
 
@@ -68,18 +71,30 @@ def plain_execute(path: Path) -> float:
 
     nb = nbformat.read(path, as_version=4)
     start = time.perf_counter()
-    NotebookClient(nb, timeout=120, kernel_name="python3", shutdown_kernel="immediate",
-                   resources={"metadata": {"path": str(path.parent)}}).execute(
-        env=_kernel_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    NotebookClient(
+        nb,
+        timeout=120,
+        kernel_name="python3",
+        shutdown_kernel="immediate",
+        resources={"metadata": {"path": str(path.parent)}},
+    ).execute(env=_kernel_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return time.perf_counter() - start
 
 
 def grade_one(path: Path) -> float:
     from course_utils.grade_run import grade_submission
 
-    task = {"path": str(path), "display": str(path), "learner": "bench", "seed": 12345, "config": {},
-            "timeout": 300, "cell_timeout": 60, "known_exercises": ["ex01_layernorm"],
-            "solutions": str(ROOT / "solutions")}
+    task = {
+        "path": str(path),
+        "display": str(path),
+        "learner": "bench",
+        "seed": 12345,
+        "config": {},
+        "timeout": 300,
+        "cell_timeout": 60,
+        "known_exercises": ["ex01_layernorm"],
+        "solutions": str(ROOT / "solutions"),
+    }
     start = time.perf_counter()
     result = grade_submission(task)
     seconds = time.perf_counter() - start
@@ -98,8 +113,23 @@ def main() -> int:
         tmp = Path(tmp)
         make_class(tmp / "subs", args.submissions)
         start = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-m", "course_utils.grade", "subs", "--jobs", str(args.jobs),
-                               "--seed", "4242", "--out", "grades.csv"], cwd=tmp, capture_output=True, text=True)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "course_utils.grade",
+                "subs",
+                "--jobs",
+                str(args.jobs),
+                "--seed",
+                "4242",
+                "--out",
+                "grades.csv",
+            ],
+            cwd=tmp,
+            capture_output=True,
+            text=True,
+        )
         batch = time.perf_counter() - start
         if proc.returncode != 0:
             print(proc.stdout, proc.stderr)
@@ -122,13 +152,19 @@ def main() -> int:
         graded, plain, startup = (statistics.median(times[k]) for k in ("graded", "plain", "startup"))
 
     verdict = "met" if batch < 180 else "MISSED"
-    print(f"grading throughput: {args.submissions} submissions with --jobs {args.jobs} in {batch:.1f} s "
-          f"({args.submissions / batch * 60:.1f} per minute, {batch / args.submissions:.2f} s each; "
-          f"target under 180 s: {verdict})")
-    print(f"one submission, one at a time: graded in {graded:.2f} s vs plain nbclient execution {plain:.2f} s "
-          f"-> ratio {graded / plain:.2f}x ({graded - plain:+.2f} s for grading)")
-    print(f"of which kernel start + import torch (a one-cell notebook): {startup:.2f} s "
-          f"({startup / plain:.0%} of the plain execution)")
+    print(
+        f"grading throughput: {args.submissions} submissions with --jobs {args.jobs} in {batch:.1f} s "
+        f"({args.submissions / batch * 60:.1f} per minute, {batch / args.submissions:.2f} s each; "
+        f"target under 180 s: {verdict})"
+    )
+    print(
+        f"one submission, one at a time: graded in {graded:.2f} s vs plain nbclient execution {plain:.2f} s "
+        f"-> ratio {graded / plain:.2f}x ({graded - plain:+.2f} s for grading)"
+    )
+    print(
+        f"of which kernel start + import torch (a one-cell notebook): {startup:.2f} s "
+        f"({startup / plain:.0%} of the plain execution)"
+    )
     return 0
 
 

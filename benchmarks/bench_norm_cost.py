@@ -1,8 +1,9 @@
 """Print the LayerNorm vs RMSNorm cost ratios side by side (the measurement lives in course_utils.norm_cost).
 
-    python benchmarks/bench_norm_cost.py                       # (8, 512, 768) float32 on CPU
-    python benchmarks/bench_norm_cost.py --shape 4 1024 4096 --rounds 40
+python benchmarks/bench_norm_cost.py                       # (8, 512, 768) float32 on CPU
+python benchmarks/bench_norm_cost.py --shape 4 1024 4096 --rounds 40
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,7 +24,9 @@ def main(argv=None) -> int:
     result = measure_norm_cost(tuple(args.shape), getattr(torch, args.dtype), args.device, args.rounds)
     print(format_report(result))
     x = torch.randn(2, args.shape[-1], dtype=getattr(torch, args.dtype), device=args.device)
-    print("ATen operators per call (a fused kernel is one; each full-size step of a chain reads and writes the tensor):")
+    print(
+        "ATen operators per call (a fused kernel is one; each full-size step of a chain reads and writes the tensor):"
+    )
     for name, fn in norm_calls(x).items():
         print(f"  {name:17s} {' -> '.join(aten_ops(fn))}")
     return 0

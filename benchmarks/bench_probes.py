@@ -18,6 +18,7 @@ times. The ratio probes-off / plain should be at most 1.05. The script first che
 compute the same logits, so the comparison is between equal math. On a busy machine, rerun it: a
 neighbour's burst can still move one run's ratio by a few percent.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -75,10 +76,18 @@ class PlainGPT(nn.Module):
     def __init__(self, vocab: int, d: int, n_layer: int, n_head: int, block_size: int):
         super().__init__()
         self.embed = nn.Embedding(vocab, d)
-        self.layers = nn.ModuleList(nn.ModuleDict({
-            "ln1": nn.LayerNorm(d), "attn": PlainAttention(d, n_head, block_size),
-            "ln2": nn.LayerNorm(d), "up": nn.Linear(d, 4 * d, bias=False), "down": nn.Linear(4 * d, d, bias=False),
-        }) for _ in range(n_layer))
+        self.layers = nn.ModuleList(
+            nn.ModuleDict(
+                {
+                    "ln1": nn.LayerNorm(d),
+                    "attn": PlainAttention(d, n_head, block_size),
+                    "ln2": nn.LayerNorm(d),
+                    "up": nn.Linear(d, 4 * d, bias=False),
+                    "down": nn.Linear(4 * d, d, bias=False),
+                }
+            )
+            for _ in range(n_layer)
+        )
         self.ln_f = nn.LayerNorm(d)
         self.head = nn.Linear(d, vocab, bias=False)
 
@@ -90,7 +99,7 @@ class PlainGPT(nn.Module):
         return self.head(self.ln_f(x))
 
     @torch.no_grad()
-    def copy_from(self, model: TinyGPT) -> "PlainGPT":
+    def copy_from(self, model: TinyGPT) -> PlainGPT:
         self.embed.weight.copy_(model.embed.weight)
         for mine, block in zip(self.layers, model.blocks):
             for name in ("q_proj", "k_proj", "v_proj", "o_proj"):
@@ -127,8 +136,9 @@ def _step(model, opt, x, y):
     opt.step()
 
 
-def measure_probe_overhead(n_layer=4, d_model=128, n_head=4, batch=16, seq=64, rounds=30, warmup=3,
-                           vocab=64, seed=0) -> dict:
+def measure_probe_overhead(
+    n_layer=4, d_model=128, n_head=4, batch=16, seq=64, rounds=30, warmup=3, vocab=64, seed=0
+) -> dict:
     """Median seconds per training step of the plain model, TinyGPT with probes off, and with probes on."""
     torch.manual_seed(seed)
     cfg = GPTConfig(vocab_size=vocab, block_size=seq, n_layer=n_layer, n_head=n_head, d_model=d_model)
@@ -143,11 +153,16 @@ def measure_probe_overhead(n_layer=4, d_model=128, n_head=4, batch=16, seq=64, r
 
     with _AllProbes(tiny):  # switch every probe on and off once: what stays behind must cost nothing
         _step(tiny, torch.optim.AdamW(tiny.parameters(), lr=0.0), x, y)
-    leftovers = sum(len(m._forward_hooks) for m in tiny.modules()) + sum(bool(p._backward_hooks) for p in tiny.parameters())
+    leftovers = sum(len(m._forward_hooks) for m in tiny.modules()) + sum(
+        bool(p._backward_hooks) for p in tiny.parameters()
+    )
     if leftovers or any(layer.record for layer in tiny.attention_layers()):
         raise AssertionError("a probe left a hook or a record switch behind")
 
-    opts = {"plain": torch.optim.AdamW(plain.parameters(), lr=1e-4), "probes off": torch.optim.AdamW(tiny.parameters(), lr=1e-4)}
+    opts = {
+        "plain": torch.optim.AdamW(plain.parameters(), lr=1e-4),
+        "probes off": torch.optim.AdamW(tiny.parameters(), lr=1e-4),
+    }
     opts["probes on"] = opts["probes off"]
     calls = {
         "plain": lambda: _step(plain, opts["plain"], x, y),
@@ -173,8 +188,13 @@ def measure_probe_overhead(n_layer=4, d_model=128, n_head=4, batch=16, seq=64, r
     paired = {name: statistics.median(a / b for a, b in zip(t, times["plain"])) for name, t in times.items()}
     return {
         "config": f"{n_layer} layers, width {d_model}, {n_head} heads, batch {batch} x {seq}",
-        "threads": torch.get_num_threads(), "rounds": rounds, "max_logit_diff": max_diff, "seconds": seconds,
-        "ratios": paired, "ratio_off": paired["probes off"], "ratio_on": paired["probes on"],
+        "threads": torch.get_num_threads(),
+        "rounds": rounds,
+        "max_logit_diff": max_diff,
+        "seconds": seconds,
+        "ratios": paired,
+        "ratio_off": paired["probes off"],
+        "ratio_on": paired["probes on"],
     }
 
 

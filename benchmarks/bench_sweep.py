@@ -12,6 +12,7 @@
 3. **GPU** (only with CUDA): tokens per second of a training step of the gpu preset's model in bf16 autocast,
    and the wall time of the gpu preset's whole sweep. Without CUDA it prints why it is skipped.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -69,7 +70,7 @@ class PlainGPT(nn.Module):
 
     def rope(self, t):
         T = t.shape[-2]
-        rotated = torch.cat([-t[..., self.half:], t[..., : self.half]], dim=-1)
+        rotated = torch.cat([-t[..., self.half :], t[..., : self.half]], dim=-1)
         return t * self.cos[:T].to(t.dtype) + rotated * self.sin[:T].to(t.dtype)
 
     def forward(self, idx):
@@ -112,8 +113,9 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def step_time_ratio(rounds: int = 40, warmup: int = 5, preset: str = "quick", device="cpu", threads: int | None = 1,
-                    seed: int = 0) -> dict:
+def step_time_ratio(
+    rounds: int = 40, warmup: int = 5, preset: str = "quick", device="cpu", threads: int | None = 1, seed: int = 0
+) -> dict:
     """Median training-step time of TinyGPT and PlainGPT (same math, same weights), interleaved; and their ratio."""
     device = torch.device(device)
     before = torch.get_num_threads()
@@ -127,8 +129,10 @@ def step_time_ratio(rounds: int = 40, warmup: int = 5, preset: str = "quick", de
             same = float((tiny(probe) - plain(probe)).abs().max())
         if same > 1e-4:
             raise AssertionError(f"PlainGPT does not compute TinyGPT's logits (max difference {same:.1e})")
-        opts = {name: torch.optim.AdamW(m.parameters(), lr=1e-3, betas=(0.9, 0.95))
-                for name, m in (("TinyGPT", tiny), ("PlainGPT", plain))}
+        opts = {
+            name: torch.optim.AdamW(m.parameters(), lr=1e-3, betas=(0.9, 0.95))
+            for name, m in (("TinyGPT", tiny), ("PlainGPT", plain))
+        }
         models = {"TinyGPT": tiny, "PlainGPT": plain}
         g = torch.Generator().manual_seed(seed)
         times = {name: [] for name in models}
@@ -149,9 +153,15 @@ def step_time_ratio(rounds: int = 40, warmup: int = 5, preset: str = "quick", de
                 if r >= warmup:
                     times[name].append(time.perf_counter() - start)
         seconds = {name: statistics.median(ts) for name, ts in times.items()}
-        return {"seconds": seconds, "ratio": seconds["TinyGPT"] / seconds["PlainGPT"], "rounds": rounds,
-                "max_logit_difference": same, "device": str(device), "threads": torch.get_num_threads(),
-                "tokens_per_step": cfg.batch_size * cfg.block_size}
+        return {
+            "seconds": seconds,
+            "ratio": seconds["TinyGPT"] / seconds["PlainGPT"],
+            "rounds": rounds,
+            "max_logit_difference": same,
+            "device": str(device),
+            "threads": torch.get_num_threads(),
+            "tokens_per_step": cfg.batch_size * cfg.block_size,
+        }
     finally:
         torch.set_num_threads(before)
 
@@ -163,17 +173,26 @@ def quick_sweep_time(lrs=None, variants=tuple(experiments.VARIANTS)) -> dict:
     start, cpu_start = time.perf_counter(), time.process_time()
     result = experiments.stability_sweep(lrs, variants=variants, preset="quick", device="cpu", progress=False)
     seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
-    return {"seconds": seconds, "cpu_seconds": cpu_seconds, "runs": len(result), "per_run": seconds / len(result),
-            "result": result}
+    return {
+        "seconds": seconds,
+        "cpu_seconds": cpu_seconds,
+        "runs": len(result),
+        "per_run": seconds / len(result),
+        "result": result,
+    }
 
 
 def gpu_plan() -> dict:
     """What the GPU part measures, built on any device (the tests check it on the CPU)."""
     model_cfg, train_cfg, corpus = experiments.build_run("gpu", "qk_norm", 1e-3)
     spec = experiments.PRESETS["gpu"]
-    return {"model": model_cfg, "train": train_cfg, "vocab": corpus.vocab_size,
-            "tokens_per_step": train_cfg.batch_size * train_cfg.block_size,
-            "sweep_runs": len(spec.lrs) * len(experiments.VARIANTS)}
+    return {
+        "model": model_cfg,
+        "train": train_cfg,
+        "vocab": corpus.vocab_size,
+        "tokens_per_step": train_cfg.batch_size * train_cfg.block_size,
+        "sweep_runs": len(spec.lrs) * len(experiments.VARIANTS),
+    }
 
 
 def gpu_benchmark(steps: int = 100, sweep: bool = True) -> dict:
@@ -207,8 +226,11 @@ def gpu_benchmark(steps: int = 100, sweep: bool = True) -> dict:
         step()
     _sync(device)
     seconds = time.perf_counter() - start
-    out = {"device": torch.cuda.get_device_name(0), "tokens_per_second": steps * plan["tokens_per_step"] / seconds,
-           "step_ms": 1e3 * seconds / steps}
+    out = {
+        "device": torch.cuda.get_device_name(0),
+        "tokens_per_second": steps * plan["tokens_per_step"] / seconds,
+        "step_ms": 1e3 * seconds / steps,
+    }
     if sweep:
         start = time.perf_counter()
         result = experiments.stability_sweep(None, variants=tuple(experiments.VARIANTS), preset="gpu", progress=False)
@@ -227,27 +249,38 @@ def main(argv=None) -> int:
 
     if not args.no_sweep:
         quick = quick_sweep_time()
-        print(f"quick sweep on CPU: {quick['runs']} runs in {quick['seconds']:.1f} s wall, {quick['cpu_seconds']:.1f} s of CPU "
-              f"time ({quick['per_run']:.2f} s per run; torch threads during the sweep: "
-              f"{experiments.PRESETS['quick'].threads}; on a busy machine the wall time exceeds the CPU time)")
+        print(
+            f"quick sweep on CPU: {quick['runs']} runs in {quick['seconds']:.1f} s wall, {quick['cpu_seconds']:.1f} "
+            "s of CPU "
+            f"time ({quick['per_run']:.2f} s per run; torch threads during the sweep: "
+            f"{experiments.PRESETS['quick'].threads}; on a busy machine the wall time exceeds the CPU time)"
+        )
         sens = quick["result"].sensitivity()
         print("  LR sensitivity: " + ", ".join(f"{v} {s:.2f}" for v, s in sens.items()))
 
     ratio = step_time_ratio(rounds=args.rounds)
     sec = ratio["seconds"]
     verdict = "within" if ratio["ratio"] <= RATIO_TARGET else "ABOVE"
-    print(f"training step, quick preset's model with QK-Norm ({ratio['tokens_per_step']} tokens, {ratio['device']}, "
-          f"{ratio['threads']} thread(s), median of {ratio['rounds']} interleaved rounds):")
-    print(f"  TinyGPT {sec['TinyGPT'] * 1e3:.2f} ms | PlainGPT {sec['PlainGPT'] * 1e3:.2f} ms | "
-          f"ratio {ratio['ratio']:.3f} ({verdict} the target {RATIO_TARGET:.2f}); largest logit difference between "
-          f"the two models {ratio['max_logit_difference']:.1e}")
+    print(
+        f"training step, quick preset's model with QK-Norm ({ratio['tokens_per_step']} tokens, {ratio['device']}, "
+        f"{ratio['threads']} thread(s), median of {ratio['rounds']} interleaved rounds):"
+    )
+    print(
+        f"  TinyGPT {sec['TinyGPT'] * 1e3:.2f} ms | PlainGPT {sec['PlainGPT'] * 1e3:.2f} ms | "
+        f"ratio {ratio['ratio']:.3f} ({verdict} the target {RATIO_TARGET:.2f}); largest logit difference between "
+        f"the two models {ratio['max_logit_difference']:.1e}"
+    )
 
     gpu = gpu_benchmark(sweep=not args.no_gpu_sweep)
     if "skipped" in gpu:
-        print(f"GPU part skipped: {gpu['skipped']}. Plan: {gpu_plan()['tokens_per_step']} tokens per step, "
-              f"{gpu_plan()['sweep_runs']} runs in the gpu sweep.")
+        print(
+            f"GPU part skipped: {gpu['skipped']}. Plan: {gpu_plan()['tokens_per_step']} tokens per step, "
+            f"{gpu_plan()['sweep_runs']} runs in the gpu sweep."
+        )
     else:
-        print(f"GPU ({gpu['device']}): {gpu['tokens_per_second']:,.0f} tokens/s ({gpu['step_ms']:.1f} ms per step, bf16)")
+        print(
+            f"GPU ({gpu['device']}): {gpu['tokens_per_second']:,.0f} tokens/s ({gpu['step_ms']:.1f} ms per step, bf16)"
+        )
         if "sweep_seconds" in gpu:
             print(f"  gpu preset sweep: {gpu['sweep_runs']} runs in {gpu['sweep_seconds']:.1f} s")
             print("  LR sensitivity: " + ", ".join(f"{v} {s:.2f}" for v, s in gpu["sweep"].sensitivity().items()))

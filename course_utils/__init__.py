@@ -20,4 +20,5 @@ Modules (import what you need; importing this package loads none of them, so it 
     exercises   `python -m course_utils.exercises` writes exercises/ from solutions/
     nbtools     `python -m course_utils.nbtools execute ...` re-executes notebooks deterministically
 """
+
 __version__ = "0.1.0"

@@ -17,6 +17,7 @@ When nothing needs the logits, attention runs through torch's fused F.scaled_dot
 Setting `record = True` on a layer switches to the explicit path and stores, per head, the largest
 |logit| and the mean attention entropy in `.stats` (the probes of chapter 05).
 """
+
 from __future__ import annotations
 
 import math

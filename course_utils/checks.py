@@ -16,20 +16,33 @@ Checks are data (`FunctionCheck`): the cases are generated from a seed, calling 
 is separate from comparing its output (`compare`), so the instructors' grader can call the function in
 the learner's kernel and compare in its own process with the same code.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
 from . import norms
 
 __all__ = [
-    "Case", "CaseResult", "CheckReport", "FunctionCheck", "MultipleChoice",
-    "CHECKS", "QUESTIONS", "GRADED", "Graded", "exercise_registry", "find_question",
-    "check_layer_norm", "check_statistics", "check_choice",
+    "Case",
+    "CaseResult",
+    "CheckReport",
+    "FunctionCheck",
+    "MultipleChoice",
+    "CHECKS",
+    "QUESTIONS",
+    "GRADED",
+    "Graded",
+    "exercise_registry",
+    "find_question",
+    "check_layer_norm",
+    "check_statistics",
+    "check_choice",
 ]
 
 
@@ -81,7 +94,10 @@ class CheckReport:
 
     def text(self) -> str:
         if self.status == "not-implemented":
-            return f"⏳ {self.name}: not implemented yet. Replace `raise NotImplementedError()` with your code, then run this cell again."
+            return (
+                f"⏳ {self.name}: not implemented yet. "
+                "Replace `raise NotImplementedError()` with your code, then run this cell again."
+            )
         if self.status == "error":
             return f"❌ {self.name}: {self.message}\n   Hint: {self.hint}"
         tol = max((c.tolerance for c in self.cases), default=0.0)
@@ -169,8 +185,10 @@ class FunctionCheck:
     tolerance: float
     hint: str
     mistakes: dict = field(default_factory=dict)
-    nan_hint: str = ("your output contains NaN or inf: look for a division by zero (a statistic of 0 on a constant "
-                     "input); eps inside the square root keeps the denominator positive.")
+    nan_hint: str = (
+        "your output contains NaN or inf: look for a division by zero (a statistic of 0 on a constant "
+        "input); eps inside the square root keeps the denominator positive."
+    )
 
     def cases(self, seed: int = 0) -> list:
         g = torch.Generator().manual_seed(seed)
@@ -189,7 +207,8 @@ class FunctionCheck:
                 continue
             werr, wnote = compare_tensor(output, wrong_out.to(torch.float64), self.tolerance)
             close_to_reference = wrong_out.shape == case.expected.shape and bool(
-                torch.allclose(wrong_out.double(), case.expected, atol=self.tolerance, rtol=0))
+                torch.allclose(wrong_out.double(), case.expected, atol=self.tolerance, rtol=0)
+            )
             if not wnote and not close_to_reference:
                 return CaseResult(case.name, False, err, self.tolerance, note, mistake=hint)
         return CaseResult(case.name, False, err, self.tolerance, note)
@@ -197,7 +216,9 @@ class FunctionCheck:
     def evaluate(self, fn, seed: int = 0) -> CheckReport:
         """Call fn on every case (in this process) and compare; never raises for the learner's bugs."""
         if not callable(fn):
-            return CheckReport(self.name, "error", message=f"expected a function, got {type(fn).__name__}", hint=self.hint)
+            return CheckReport(
+                self.name, "error", message=f"expected a function, got {type(fn).__name__}", hint=self.hint
+            )
         results = []
         for case in self.cases(seed):
             args = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in case.args)
@@ -207,18 +228,21 @@ class FunctionCheck:
                 return CheckReport(self.name, "not-implemented")
             except Exception as exc:  # the learner's bug, reported in one line
                 return CheckReport(
-                    self.name, "error",
+                    self.name,
+                    "error",
                     message=f"raised {type(exc).__name__}: {exc} (on case: {case.name})",
                     hint=self.hint,
                 )
             result = self.compare(case, out)
             changed = [
-                i for i, (a, b) in enumerate(zip(args, case.args))
+                i
+                for i, (a, b) in enumerate(zip(args, case.args))
                 if isinstance(a, torch.Tensor) and not torch.equal(a, b)
             ]
             if result.passed and changed:
-                result = CaseResult(case.name, False, result.error, self.tolerance,
-                                    "your function changed its input tensor in place")
+                result = CaseResult(
+                    case.name, False, result.error, self.tolerance, "your function changed its input tensor in place"
+                )
             results.append(result)
         return self.report(results)
 
@@ -247,8 +271,9 @@ class FunctionCheck:
 # LayerNorm
 # ----------------------------------------------------------------------------------------------------
 def _ln_ref(x, weight=None, bias=None, eps=1e-5):
-    return norms.layer_norm(x.double(), None if weight is None else weight.double(),
-                            None if bias is None else bias.double(), eps)
+    return norms.layer_norm(
+        x.double(), None if weight is None else weight.double(), None if bias is None else bias.double(), eps
+    )
 
 
 def _layer_norm_cases(g: torch.Generator) -> list:
@@ -310,9 +335,9 @@ LAYER_NORM_CHECK = FunctionCheck(
     make_cases=_layer_norm_cases,
     tolerance=1e-4,
     hint="compute mean and variance over the last dim (dim=-1, keepdim=True), divide by n (unbiased=False), "
-         "put eps inside the square root, then multiply by gamma and add beta.",
+    "put eps inside the square root, then multiply by gamma and add beta.",
     nan_hint="NaN appears where the variance is 0 (a constant row): 0 / sqrt(0) is undefined. Add eps to the "
-             "variance inside the square root: sqrt(var + eps).",
+    "variance inside the square root: sqrt(var + eps).",
     mistakes={
         "your output matches LayerNorm with the *unbiased* variance (dividing by n - 1). "
         "LayerNorm uses the biased variance: x.var(dim=-1, unbiased=False), or ((x - mean)**2).mean(-1).": _ln_unbiased,
@@ -357,16 +382,26 @@ class _StatisticsCheck(FunctionCheck):
         try:
             values = torch.tensor([float(v) for v in output], dtype=torch.float64)
         except Exception:
-            return CaseResult(case.name, False, math.inf, self.tolerance, "return a tuple of three numbers: (mean, variance, std)")
+            return CaseResult(
+                case.name, False, math.inf, self.tolerance, "return a tuple of three numbers: (mean, variance, std)"
+            )
         err, note = compare_tensor(values, case.expected, self.tolerance)
         if not note:
             return CaseResult(case.name, True, err, self.tolerance)
         n = case.args[0].numel()
         unbiased = case.expected[1].item() * n / (n - 1)
         if len(values) == 3 and n > 1 and abs(values[1].item() - unbiased) < self.tolerance * max(1.0, unbiased):
-            return CaseResult(case.name, False, err, self.tolerance, note, mistake=(
-                f"your variance divides by n - 1 (for [4, 6, 2, 8]: 20/3 ≈ 6.667). LayerNorm divides the sum of "
-                f"squared deviations by n (20 / 4 = 5)."))
+            return CaseResult(
+                case.name,
+                False,
+                err,
+                self.tolerance,
+                note,
+                mistake=(
+                    "your variance divides by n - 1 (for [4, 6, 2, 8]: 20/3 ≈ 6.667). LayerNorm divides the sum of "
+                    "squared deviations by n (20 / 4 = 5)."
+                ),
+            )
         return CaseResult(case.name, False, err, self.tolerance, note)
 
 
@@ -410,7 +445,7 @@ QUESTIONS = {
     "ex01.variance": MultipleChoice(
         id="ex01.variance",
         prompt="You compute LayerNorm with torch.var(x, dim=-1) (torch's default, unbiased) instead of the "
-               "biased variance. What happens?",
+        "biased variance. What happens?",
         choices={
             "a": "Nothing: the two variances are equal for any vector.",
             "b": "The output is scaled by sqrt((n-1)/n): slightly too small, most visibly for short vectors.",
@@ -419,14 +454,14 @@ QUESTIONS = {
         },
         answer="b",
         explanation="the unbiased variance is n/(n-1) times the biased one, so dividing by its square root "
-                    "shrinks every output by sqrt((n-1)/n): 0.866 for n = 4, 0.9993 for n = 768. The mean is "
-                    "still subtracted, so the output stays centred.",
+        "shrinks every output by sqrt((n-1)/n): 0.866 for n = 4, 0.9993 for n = 768. The mean is "
+        "still subtracted, so the output stays centred.",
         wrong_hints={
             "a": "they differ by the factor n/(n-1): compute both for [4, 6, 2, 8] (5 vs 6.667).",
             "c": "the mean is subtracted the same way in both cases; only the divisor changes.",
             "d": "eps keeps the denominator positive for constant vectors in both versions.",
         },
-    ),
+    )
 }
 
 
@@ -473,7 +508,7 @@ GRADED = {
         Graded("statistics", "statistics", 1),
         Graded("layer_norm", "layer_norm", 3),
         Graded("ex01.variance", "answer_variance_pitfall", 1),
-    ],
+    ]
 }
 
 

@@ -11,9 +11,9 @@ zeros (no eps), float16 activations whose squares overflow float16 (no float32 u
 Half-precision cases are compared with a tolerance of one rounding step of their dtype, and their
 output must come back in that dtype, as torch's own norms do.
 """
+
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
@@ -22,8 +22,13 @@ from . import norms
 from .checks import Case, CaseResult, CheckReport, FunctionCheck, Graded, MultipleChoice, compare_tensor
 
 __all__ = [
-    "CHECKS", "QUESTIONS", "GRADED", "RMS_NORM_CHECK", "LN_VIA_RMS_CHECK",
-    "check_rms_norm", "check_layer_norm_via_rms_norm",
+    "CHECKS",
+    "QUESTIONS",
+    "GRADED",
+    "RMS_NORM_CHECK",
+    "LN_VIA_RMS_CHECK",
+    "check_rms_norm",
+    "check_layer_norm_via_rms_norm",
 ]
 
 # An output of size up to 4 is rounded to steps of 2**-9 ≈ 2e-3 in float16 (10 fraction bits) and of
@@ -49,9 +54,14 @@ class _NormCheck(FunctionCheck):
         want = getattr(case, "dtype", None)
         if isinstance(output, torch.Tensor) and want in _HALF and output.dtype != want:
             err, _ = compare_tensor(output, case.expected, tolerance)
-            return CaseResult(case.name, False, err, tolerance,
-                              f"returned {_name(output.dtype)} for a {_name(want)} input",
-                              mistake=_CAST_BACK)
+            return CaseResult(
+                case.name,
+                False,
+                err,
+                tolerance,
+                f"returned {_name(output.dtype)} for a {_name(want)} input",
+                mistake=_CAST_BACK,
+            )
         err, note = compare_tensor(output, case.expected, tolerance)
         if not note:
             return CaseResult(case.name, True, err, tolerance)
@@ -76,8 +86,10 @@ class _NormCheck(FunctionCheck):
         if named:
             hint = named
         elif any("NaN" in r.note for r in failed):
-            hint = ("NaN means a square root of a negative number or 0 / 0. Take the mean of the *squares* "
-                    "(never negative) and add eps inside the root: x / sqrt(mean(x**2) + eps), so a row of zeros gives 0.")
+            hint = (
+                "NaN means a square root of a negative number or 0 / 0. Take the mean of the *squares* "
+                "(never negative) and add eps inside the root: x / sqrt(mean(x**2) + eps), so a row of zeros gives 0."
+            )
         elif any("in place" in r.note for r in failed):
             hint = "work on a copy; do not use in-place ops like x.mul_() on the input."
         else:
@@ -89,8 +101,10 @@ def _name(dtype: torch.dtype) -> str:
     return str(dtype).replace("torch.", "")
 
 
-_CAST_BACK = ("you computed in float32 (good) but returned float32: cast the result back to the input's dtype "
-              "with .to(x.dtype), as torch's norms do, so the next layer gets the dtype it expects.")
+_CAST_BACK = (
+    "you computed in float32 (good) but returned float32: cast the result back to the input's dtype "
+    "with .to(x.dtype), as torch's norms do, so the next layer gets the dtype it expects."
+)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -109,10 +123,17 @@ def _rms_norm_cases(g: torch.Generator) -> list:
         ("the seed's vector [4, 6, 2, 8]", (torch.tensor([4.0, 6.0, 2.0, 8.0]), None, 1e-6), torch.float32),
         ("a batch of rows (3×5) with a positive offset", (randn(3, 5) * 2 + 3, None, 1e-6), torch.float32),
         ("a random 3-d tensor (2×3×8) with a weight", (randn(2, 3, 8), randn(8), 1e-6), torch.float32),
-        ("a row of zeros next to a row of ones", (torch.stack([torch.zeros(4), torch.ones(4)]), None, 1e-6), torch.float32),
+        (
+            "a row of zeros next to a row of ones",
+            (torch.stack([torch.zeros(4), torch.ones(4)]), None, 1e-6),
+            torch.float32,
+        ),
         ("tiny values (scale 1e-3), where eps = 1e-6 matters", (randn(2, 8) * 1e-3, None, 1e-6), torch.float32),
-        ("float16 activations of size ~1000 (their squares overflow float16)",
-         ((randn(2, 16) * 1000).half(), None, 1e-6), torch.float16),
+        (
+            "float16 activations of size ~1000 (their squares overflow float16)",
+            ((randn(2, 16) * 1000).half(), None, 1e-6),
+            torch.float16,
+        ),
     ]
     cases = []
     for name, args, dtype in specs:
@@ -166,7 +187,7 @@ RMS_NORM_CHECK = _NormCheck(
     make_cases=_rms_norm_cases,
     tolerance=1e-4,
     hint="over the last dim (dim=-1, keepdim=True): mean of the squares, eps inside the square root, divide, "
-         "multiply by weight if given; for float16/bfloat16 input compute in float32 and cast back.",
+    "multiply by weight if given; for float16/bfloat16 input compute in float32 and cast back.",
     mistakes={
         "your output matches dividing by sqrt(mean(x)), the mean of x itself. RMSNorm uses the mean of the "
         "*squares*: (x * x).mean(dim=-1, keepdim=True).": _rms_mean_not_square,
@@ -225,7 +246,7 @@ LN_VIA_RMS_CHECK = _NormCheck(
     make_cases=_ln_via_rms_cases,
     tolerance=1e-4,
     hint="subtract each row's mean, x - x.mean(dim=-1, keepdim=True), then call your rms_norm on that with the "
-         "same weight and eps: the mean square of centred values is exactly the variance.",
+    "same weight and eps: the mean square of centred values is exactly the variance.",
     mistakes={
         "your output matches RMSNorm of x itself: subtract each row's mean first, "
         "x - x.mean(dim=-1, keepdim=True), then apply rms_norm.": _ln_not_centred,
@@ -255,14 +276,14 @@ QUESTIONS = {
         },
         answer="c",
         explanation="LayerNorm subtracts the mean, so the shift cancels: LN(x + c) = LN(x). RMSNorm does not "
-                    "centre: the shift raises the mean square and changes every output (for [4, 6, 2, 8] the "
-                    "result goes from [0.730, 1.095, 0.365, 1.461] toward [1, 1, 1, 1]).",
+        "centre: the shift raises the mean square and changes every output (for [4, 6, 2, 8] the "
+        "result goes from [0.730, 1.095, 0.365, 1.461] toward [1, 1, 1, 1]).",
         wrong_hints={
             "a": "subtracting the mean removes a common shift: compute LN([4, 6, 2, 8]) and LN([14, 16, 12, 18]).",
             "b": "it is the other way round: which of the two subtracts the mean?",
             "d": "RMSNorm divides x itself, not x − mean, by its RMS: try RMSNorm([14, 16, 12, 18]).",
         },
-    ),
+    )
 }
 
 CHECKS = {check.name: check for check in (RMS_NORM_CHECK, LN_VIA_RMS_CHECK)}
@@ -272,5 +293,5 @@ GRADED = {
         Graded("rms_norm", "rms_norm", 3),
         Graded("layer_norm_via_rms_norm", "layer_norm_via_rms_norm", 2),
         Graded("ex02.shift", "answer_shift", 1),
-    ],
+    ]
 }

@@ -10,6 +10,7 @@ and compares them with `torch.nn.BatchNorm1d`.
 Outputs are tuples of tensors; a known mistake is named when every part that differs from the
 reference matches the same part of that mistake's output.
 """
+
 from __future__ import annotations
 
 import math
@@ -18,14 +19,20 @@ from dataclasses import dataclass
 import torch
 
 from . import norms
-from .checks import (
-    Case, CaseResult, CheckReport, FunctionCheck, Graded, MultipleChoice, _upper_bound, compare_tensor,
-)
+from .checks import Case, CaseResult, CheckReport, FunctionCheck, Graded, MultipleChoice, _upper_bound, compare_tensor
 
 __all__ = [
-    "CHECKS", "QUESTIONS", "GRADED", "BATCH_NORM_CHECK", "MASKED_STATS_CHECK",
-    "check_batch_norm", "check_masked_batch_stats", "check_batch_norm_stream", "reference_batch_norm_step",
-    "reference_masked_batch_stats", "QUIZ_DIMS",
+    "CHECKS",
+    "QUESTIONS",
+    "GRADED",
+    "BATCH_NORM_CHECK",
+    "MASKED_STATS_CHECK",
+    "check_batch_norm",
+    "check_masked_batch_stats",
+    "check_batch_norm_stream",
+    "reference_batch_norm_step",
+    "reference_masked_batch_stats",
+    "QUIZ_DIMS",
 ]
 
 TOLERANCE = 1e-4
@@ -39,13 +46,20 @@ class TupleCheck(FunctionCheck):
     """A FunctionCheck for functions returning a fixed tuple of tensors, named part by part (`parts`)."""
 
     parts: tuple = ()
-    in_place_hint: str = "work on copies; do not change the tensors you are given in place (no x.sub_(), no x[...] = ...)."
+    in_place_hint: str = (
+        "work on copies; do not change the tensors you are given in place (no x.sub_(), no x[...] = ...)."
+    )
 
     def compare(self, case: Case, output) -> CaseResult:
         if not isinstance(output, (tuple, list)) or len(output) != len(self.parts):
             what = type(output).__name__ if not isinstance(output, (tuple, list)) else f"{len(output)} values"
-            return CaseResult(case.name, False, math.inf, self.tolerance,
-                              f"returned {what}; expected a tuple ({', '.join(self.parts)})")
+            return CaseResult(
+                case.name,
+                False,
+                math.inf,
+                self.tolerance,
+                f"returned {what}; expected a tuple ({', '.join(self.parts)})",
+            )
         errors, failed = [], []
         for part, got, expected in zip(self.parts, output, case.expected):
             err, note = compare_tensor(got, expected, self.tolerance)
@@ -72,7 +86,8 @@ class TupleCheck(FunctionCheck):
                 w = w.to(torch.float64)
                 _, wnote = compare_tensor(got, w, self.tolerance)
                 same_as_reference = w.shape == expected.shape and bool(
-                    torch.allclose(w, expected, atol=self.tolerance, rtol=0))
+                    torch.allclose(w, expected, atol=self.tolerance, rtol=0)
+                )
                 if wnote or same_as_reference:
                     matches = False
                     break
@@ -82,8 +97,11 @@ class TupleCheck(FunctionCheck):
 
     def report(self, results: list) -> CheckReport:
         report = super().report(results)
-        if report.status == "failed" and not any(r.mistake for r in results if not r.passed) \
-                and any("in place" in r.note for r in results):
+        if (
+            report.status == "failed"
+            and not any(r.mistake for r in results if not r.passed)
+            and any("in place" in r.note for r in results)
+        ):
             report.hint = self.in_place_hint
         return report
 
@@ -108,9 +126,21 @@ def _stats(x, unbiased_running=True):
     return mean, var, var * n / (n - 1) if unbiased_running else var
 
 
-def _bn_variant(x, running_mean, running_var, training, momentum=0.1, eps=1e-5, *, running_unbiased=True,
-                swap_momentum=False, eval_uses_batch=False, normalize_unbiased=False, eval_updates=False,
-                over_features=False):
+def _bn_variant(
+    x,
+    running_mean,
+    running_var,
+    training,
+    momentum=0.1,
+    eps=1e-5,
+    *,
+    running_unbiased=True,
+    swap_momentum=False,
+    eval_uses_batch=False,
+    normalize_unbiased=False,
+    eval_updates=False,
+    over_features=False,
+):
     """BatchNorm with one deliberate mistake switched on (each keyword is a mistake)."""
     x = x.double()
     rm, rv = running_mean.double(), running_var.double()
@@ -154,16 +184,33 @@ def _bn_cases(g: torch.Generator) -> list:
         specs.append((f"training step {step} of a 4-step stream (batches of 16)", (x, rm, rv, True, 0.1, 1e-5)))
         _, rm, rv = reference_batch_norm_step(x, rm, rv, True)
         rm, rv = rm.float(), rv.float()
-    specs.append(("eval mode after the 4 steps (uses the running statistics)",
-                  (stream_centre + 1.5 * torch.randn(8, d, generator=g), rm, rv, False, 0.1, 1e-5)))
-    specs.append(("eval mode on a single sample", (data(1, d), torch.randn(d, generator=g), torch.rand(d, generator=g) + 0.5,
-                                                    False, 0.1, 1e-5)))
-    specs.append(("a (4, 5, 6) batch of sequences: statistics over batch and tokens",
-                  (data(4, 5, d), torch.randn(d, generator=g), torch.rand(d, generator=g) + 0.5, True, 0.1, 1e-5)))
-    specs.append(("a batch of 2 (n - 1 = 1), momentum 0.3",
-                  (data(2, d), torch.zeros(d), torch.ones(d), True, 0.3, 1e-5)))
-    specs.append(("large values (offset 100), eps = 1e-3",
-                  (data(32, d, scale=5.0, offset=100), torch.zeros(d), torch.ones(d), True, 0.1, 1e-3)))
+    specs.append(
+        (
+            "eval mode after the 4 steps (uses the running statistics)",
+            (stream_centre + 1.5 * torch.randn(8, d, generator=g), rm, rv, False, 0.1, 1e-5),
+        )
+    )
+    specs.append(
+        (
+            "eval mode on a single sample",
+            (data(1, d), torch.randn(d, generator=g), torch.rand(d, generator=g) + 0.5, False, 0.1, 1e-5),
+        )
+    )
+    specs.append(
+        (
+            "a (4, 5, 6) batch of sequences: statistics over batch and tokens",
+            (data(4, 5, d), torch.randn(d, generator=g), torch.rand(d, generator=g) + 0.5, True, 0.1, 1e-5),
+        )
+    )
+    specs.append(
+        ("a batch of 2 (n - 1 = 1), momentum 0.3", (data(2, d), torch.zeros(d), torch.ones(d), True, 0.3, 1e-5))
+    )
+    specs.append(
+        (
+            "large values (offset 100), eps = 1e-3",
+            (data(32, d, scale=5.0, offset=100), torch.zeros(d), torch.ones(d), True, 0.1, 1e-3),
+        )
+    )
     return [Case(name, args, reference_batch_norm_step(*args)) for name, args in specs]
 
 
@@ -172,33 +219,36 @@ BATCH_NORM_CHECK = TupleCheck(
     make_cases=_bn_cases,
     tolerance=TOLERANCE,
     hint="training: mean and *biased* variance per feature over every dim but the last, y = (x - mean) / "
-         "sqrt(var + eps), new running = (1 - momentum) * running + momentum * batch statistic, with the *unbiased* "
-         "variance (times n / (n - 1)) for running_var. Eval: normalize with the running statistics and return them unchanged.",
+    "sqrt(var + eps), new running = (1 - momentum) * running + momentum * batch statistic, with the *unbiased* "
+    "variance (times n / (n - 1)) for running_var. Eval: normalize with the running statistics and return them "
+    "unchanged.",
     mistakes={
         "your running_var matches an update with the *biased* batch variance. The running variance estimates the "
         "variance of all the data, so PyTorch stores the unbiased one: multiply the batch variance by n / (n - 1), "
-        "where n is the number of values per feature (N, or N·T).":
-            lambda *a: _bn_variant(*a, running_unbiased=False),
+        "where n is the number of values per feature (N, or N·T).": lambda *a: _bn_variant(*a, running_unbiased=False),
         "your running statistics match running = momentum * running + (1 - momentum) * batch: the momentum is "
         "on the wrong side. In PyTorch, momentum is the weight of the *new* batch: "
-        "running = (1 - momentum) * running + momentum * batch.":
-            lambda *a: _bn_variant(*a, swap_momentum=True),
+        "running = (1 - momentum) * running + momentum * batch.": lambda *a: _bn_variant(*a, swap_momentum=True),
         "your output matches normalizing over the features (dim -1): that is LayerNorm. BatchNorm computes one mean "
-        "and variance per feature over every *other* dim: dim 0 for (N, D), dims (0, 1) for (N, T, D).":
-            lambda *a: _bn_variant(*a, over_features=True),
+        "and variance per feature over every *other* dim: dim 0 for (N, D), dims (0, 1) for (N, T, D).": lambda *a: (
+            _bn_variant(*a, over_features=True)
+        ),
         "in eval mode (training=False) your output matches normalizing with the batch's own statistics. Eval mode "
-        "uses running_mean and running_var instead, so one sample's output does not depend on its batch.":
-            lambda *a: _bn_variant(*a, eval_uses_batch=True),
+        "uses running_mean and running_var instead, so one sample's output does not depend on its batch.": lambda *a: (
+            _bn_variant(*a, eval_uses_batch=True)
+        ),
         "your output matches normalizing with the *unbiased* variance. The batch is normalized with its biased "
-        "variance (divide by n); only the stored running variance is unbiased.":
-            lambda *a: _bn_variant(*a, normalize_unbiased=True),
-        "in eval mode your running statistics changed. Eval mode only reads them: return them unchanged.":
-            lambda *a: _bn_variant(*a, eval_updates=True),
+        "variance (divide by n); only the stored running variance is unbiased.": lambda *a: _bn_variant(
+            *a, normalize_unbiased=True
+        ),
+        "in eval mode your running statistics changed. Eval mode only reads them: return them unchanged.": lambda *a: (
+            _bn_variant(*a, eval_updates=True)
+        ),
     },
     parts=("y", "running_mean", "running_var"),
     in_place_hint="your function changed a tensor it was given (torch's module updates its buffers in place with "
-                  "mul_/add_). Here, compute new tensors and return them: "
-                  "new_mean = (1 - momentum) * running_mean + momentum * mean.",
+    "mul_/add_). Here, compute new tensors and return them: "
+    "new_mean = (1 - momentum) * running_mean + momentum * mean.",
 )
 
 
@@ -230,28 +280,43 @@ def check_batch_norm_stream(fn, steps: int = 20, seed: int = 0) -> CheckReport:
             print(report.text())
             return report
         except Exception as exc:
-            report = CheckReport(name, "error", message=f"raised {type(exc).__name__}: {exc} (at step {step + 1})",
-                                 hint="make task 1's check pass first.")
+            report = CheckReport(
+                name,
+                "error",
+                message=f"raised {type(exc).__name__}: {exc} (at step {step + 1})",
+                hint="make task 1's check pass first.",
+            )
             print(report.text())
             return report
         torch_bn.train(training)
         with torch.no_grad():
             expected = torch_bn(x.double())
-        for part, got, exp in (("y", y, expected), ("running_mean", rm, torch_bn.running_mean),
-                               ("running_var", rv, torch_bn.running_var)):
+        for part, got, exp in (
+            ("y", y, expected),
+            ("running_mean", rm, torch_bn.running_mean),
+            ("running_var", rv, torch_bn.running_var),
+        ):
             err, note = compare_tensor(got, exp, TOLERANCE)
             worst = max(worst, err)
             if note and first_bad is None:
                 first_bad = f"{'eval step' if not training else f'step {step + 1}'}, {part}: {note}"
         rm, rv = torch.as_tensor(rm).float(), torch.as_tensor(rv).float()
     if first_bad is None:
-        report = CheckReport(name, "passed", [CaseResult(name, True, worst, TOLERANCE)],
-                             message=f"{steps} training steps and one eval step match "
-                                     f"(max abs error {_upper_bound(worst)}, tolerance {TOLERANCE:.0e})")
+        report = CheckReport(
+            name,
+            "passed",
+            [CaseResult(name, True, worst, TOLERANCE)],
+            message=f"{steps} training steps and one eval step match "
+            f"(max abs error {_upper_bound(worst)}, tolerance {TOLERANCE:.0e})",
+        )
     else:
-        report = CheckReport(name, "failed", [CaseResult(name, False, worst, TOLERANCE, first_bad)],
-                             hint="the first difference is named above; small errors grow as the running statistics "
-                                  "carry them from step to step.")
+        report = CheckReport(
+            name,
+            "failed",
+            [CaseResult(name, False, worst, TOLERANCE, first_bad)],
+            hint="the first difference is named above; small errors grow as the running statistics "
+            "carry them from step to step.",
+        )
     print(report.text())
     return report
 
@@ -308,7 +373,7 @@ MASKED_STATS_CHECK = TupleCheck(
     make_cases=_masked_cases,
     tolerance=TOLERANCE,
     hint="select the real tokens with the mask (x[mask] is (number of real tokens, D)), or weight by "
-         "mask.unsqueeze(-1) and divide by mask.sum(); the variance is biased (divide by the number of real tokens).",
+    "mask.unsqueeze(-1) and divide by mask.sum(); the variance is biased (divide by the number of real tokens).",
     mistakes={
         "your statistics match ordinary BatchNorm over *every* position: the padding is included. Use the mask to "
         "keep only the real tokens.": lambda x, m: _masked_wrong(x, m, ignore_mask=True),
@@ -317,8 +382,9 @@ MASKED_STATS_CHECK = TupleCheck(
         "your variance matches the *unbiased* estimate (divide by count - 1). BatchNorm normalizes with the biased "
         "variance: divide by the number of real tokens.": lambda x, m: _masked_wrong(x, m, unbiased=True),
         "your mean matches summing every position and dividing by the real count: that only works when the padding "
-        "is exactly zero. Multiply by the mask (or select x[mask]) before summing.":
-            lambda x, m: _masked_wrong(x, m, unmasked_sum=True),
+        "is exactly zero. Multiply by the mask (or select x[mask]) before summing.": lambda x, m: _masked_wrong(
+            x, m, unmasked_sum=True
+        ),
     },
     parts=("mean", "var"),
 )
@@ -347,7 +413,7 @@ QUESTIONS = {
         choices=_NORM_CHOICES,
         answer="b",
         explanation="dims (0, 1) are batch and tokens: one statistic per feature, averaged over every sample and "
-                    "token (the slab). That is BatchNorm.",
+        "token (the slab). That is BatchNorm.",
         wrong_hints={
             "a": "LayerNorm reduces the features (dim 2) of one token; here the features are the dim that is kept.",
             "c": "InstanceNorm keeps the sample too: it reduces only the tokens (dim 1).",
@@ -360,7 +426,7 @@ QUESTIONS = {
         choices=_NORM_CHOICES,
         answer="a",
         explanation="dim 2 is the features: each token of each sample gets its own statistics (the strip). "
-                    "That is LayerNorm, and RMSNorm uses the same axis.",
+        "That is LayerNorm, and RMSNorm uses the same axis.",
         wrong_hints={
             "b": "BatchNorm keeps the features and reduces everything else (dims 0 and 1).",
             "c": "InstanceNorm reduces the tokens (dim 1), per sample and feature.",
@@ -373,7 +439,7 @@ QUESTIONS = {
         choices=_NORM_CHOICES,
         answer="c",
         explanation="dim 1 is the tokens: one statistic per (sample, feature), over the positions of one sample. "
-                    "That is InstanceNorm (for images: over the pixels of one image, per channel).",
+        "That is InstanceNorm (for images: over the pixels of one image, per channel).",
         wrong_hints={
             "a": "LayerNorm reduces the features (dim 2), not the tokens.",
             "b": "BatchNorm would also reduce the batch (dim 0); here each sample keeps its own statistics.",
@@ -391,5 +457,5 @@ GRADED = {
         Graded("ex03.axes_a", "answer_norm_a", 1),
         Graded("ex03.axes_b", "answer_norm_b", 1),
         Graded("ex03.axes_c", "answer_norm_c", 1),
-    ],
+    ]
 }

@@ -16,9 +16,8 @@ swapped norm1/norm2 or a missing norm shows, and use both LayerNorm and RMSNorm.
        ✗ LayerNorm block, 2×8 tokens of width 32: max abs error 2.1 > tolerance 1e-04
        Hint: your output matches the Pre-LN block ...
 """
-from __future__ import annotations
 
-import math
+from __future__ import annotations
 
 import torch
 
@@ -27,9 +26,22 @@ from .model import Block, GPTConfig, TinyGPT, lm_loss
 from .probes import gradient_profile
 
 __all__ = [
-    "CHECKS", "QUESTIONS", "GRADED", "PRE_LN_CHECK", "POST_LN_CHECK", "GRAD_NORMS_CHECK",
-    "norm", "attention", "mlp", "block_from_params", "model_from_state",
-    "check_pre_ln_block", "check_post_ln_block", "check_layer_grad_norms", "example_block", "example_model",
+    "CHECKS",
+    "QUESTIONS",
+    "GRADED",
+    "PRE_LN_CHECK",
+    "POST_LN_CHECK",
+    "GRAD_NORMS_CHECK",
+    "norm",
+    "attention",
+    "mlp",
+    "block_from_params",
+    "model_from_state",
+    "check_pre_ln_block",
+    "check_post_ln_block",
+    "check_layer_grad_norms",
+    "example_block",
+    "example_model",
 ]
 
 N_HEAD = 4
@@ -42,8 +54,15 @@ def _config_of(params: dict, placement: str = "pre", n_layer: int = 1, vocab_siz
     prefix = next(k for k in params if k.endswith("norm1.weight")).removesuffix("norm1.weight")
     d = params[prefix + "norm1.weight"].shape[0]
     layernorm = (prefix + "norm1.bias") in params
-    return GPTConfig(vocab_size=vocab_size, block_size=256, n_layer=n_layer, n_head=N_HEAD, d_model=d,
-                     norm="layernorm" if layernorm else "rmsnorm", placement=placement)
+    return GPTConfig(
+        vocab_size=vocab_size,
+        block_size=256,
+        n_layer=n_layer,
+        n_head=N_HEAD,
+        d_model=d,
+        norm="layernorm" if layernorm else "rmsnorm",
+        placement=placement,
+    )
 
 
 def block_from_params(params: dict, placement: str = "pre") -> Block:
@@ -98,8 +117,11 @@ def example_block(norm_kind: str = "layernorm", d_model: int = 32, seed: int = 0
 def example_model(placement: str, n_layer: int = 4, seed: int = 0) -> dict:
     """The weights of a small TinyGPT (vocabulary 64, width 32), as a dict of tensors."""
     torch.manual_seed(seed)
-    model = TinyGPT(GPTConfig(vocab_size=64, block_size=64, n_layer=n_layer, n_head=N_HEAD, d_model=32,
-                              placement=placement, init_std=0.1))
+    model = TinyGPT(
+        GPTConfig(
+            vocab_size=64, block_size=64, n_layer=n_layer, n_head=N_HEAD, d_model=32, placement=placement, init_std=0.1
+        )
+    )
     return {k: v.detach().clone() for k, v in model.state_dict().items()}
 
 
@@ -110,6 +132,7 @@ def _block_ref(placement):
     def ref(x, params):
         with torch.no_grad():
             return block_from_params(params, placement)(x)
+
     return ref
 
 
@@ -127,6 +150,7 @@ def _block_cases(placement):
             x = torch.randn(B, T, 32, generator=g) * scale
             cases.append(Case(name, (x, params), _block_ref(placement)(x.double(), _double(params))))
         return cases
+
     return make
 
 
@@ -136,10 +160,12 @@ def _double(params: dict) -> dict:
 
 def _wrong(fn):
     """A wrong block forward written with the given sub-layers, evaluated in float64."""
+
     def run(x, params):
         with torch.no_grad():
             p = _double(params)
             return fn(x.double(), p)
+
     return run
 
 
@@ -190,10 +216,14 @@ def _post_no_residual(x, p):
     return norm(mlp(x, p), p, "norm2")
 
 
-_PRE_HINT = ("Pre-LN normalizes only the *input of each sub-layer* and adds the result to the untouched stream: "
-             "x = x + attention(norm(x, params, 'norm1'), params), then x = x + mlp(norm(x, params, 'norm2'), params).")
-_POST_HINT = ("Post-LN adds first and normalizes the *sum*: x = norm(x + attention(x, params), params, 'norm1'), "
-              "then x = norm(x + mlp(x, params), params, 'norm2').")
+_PRE_HINT = (
+    "Pre-LN normalizes only the *input of each sub-layer* and adds the result to the untouched stream: "
+    "x = x + attention(norm(x, params, 'norm1'), params), then x = x + mlp(norm(x, params, 'norm2'), params)."
+)
+_POST_HINT = (
+    "Post-LN adds first and normalizes the *sum*: x = norm(x + attention(x, params), params, 'norm1'), "
+    "then x = norm(x + mlp(x, params), params, 'norm2')."
+)
 
 PRE_LN_CHECK = FunctionCheck(
     name="pre_ln_block",
@@ -204,9 +234,13 @@ PRE_LN_CHECK = FunctionCheck(
         "your output matches the Post-LN block (norm of the sum). " + _PRE_HINT: _wrong(_post),
         "your output matches the Peri-LN block, x + norm(F(x)): the norm sits after the sub-layer. "
         + _PRE_HINT: _wrong(_peri),
-        "your output has no residual connection: keep x and add the sub-layer's output to it, x = x + ....": _wrong(_pre_no_residual),
+        "your output has no residual connection: keep x and add the sub-layer's output to it, x = x + ....": _wrong(
+            _pre_no_residual
+        ),
         "your output matches normalizing the residual stream itself (x = norm(x), then x + F(x)). Pre-LN "
-        "normalizes a *copy* that goes into the sub-layer; the stream x that is added to stays as it was.": _wrong(_pre_normalized_stream),
+        "normalizes a *copy* that goes into the sub-layer; the stream x that is added to stays as it was.": _wrong(
+            _pre_normalized_stream
+        ),
         "your output matches using norm2 before attention and norm1 before the MLP: norm1 belongs to "
         "attention, norm2 to the MLP.": _wrong(_pre_swapped_norms),
     },
@@ -250,8 +284,12 @@ def _grad_norms_ref(state, placement, idx, targets, part=None):
 
 
 def _grad_cases(g: torch.Generator) -> list:
-    specs = [("Pre-LN, 4 blocks", "pre", 4, (4, 16)), ("Post-LN, 4 blocks", "post", 4, (4, 16)),
-             ("Peri-LN, 3 blocks", "peri", 3, (2, 24)), ("Pre-LN, 6 blocks, one sequence", "pre", 6, (1, 32))]
+    specs = [
+        ("Pre-LN, 4 blocks", "pre", 4, (4, 16)),
+        ("Post-LN, 4 blocks", "post", 4, (4, 16)),
+        ("Peri-LN, 3 blocks", "peri", 3, (2, 24)),
+        ("Pre-LN, 6 blocks, one sequence", "pre", 6, (1, 32)),
+    ]
     cases = []
     for i, (name, placement, n_layer, (B, T)) in enumerate(specs):
         state = example_model(placement, n_layer, seed=100 + i)
@@ -301,8 +339,8 @@ GRAD_NORMS_CHECK = FunctionCheck(
     make_cases=_grad_cases,
     tolerance=1e-4,
     hint="register a hook on every parameter of block i (p.register_hook(fn)) that adds (grad ** 2).sum() to "
-         "total[i]; run loss.backward() once; return a tensor of the square roots, one per block; remove the "
-         "hooks afterwards (handle.remove()).",
+    "total[i]; run loss.backward() once; return a tensor of the square roots, one per block; remove the "
+    "hooks afterwards (handle.remove()).",
     mistakes={
         "your numbers are the *squares* of the gradient norms: take the square root of each block's sum of "
         "squares at the end.": _grad_squared,
@@ -310,8 +348,10 @@ GRAD_NORMS_CHECK = FunctionCheck(
         "(block.parameters(): both norms, attention and the MLP).": _grad_mlp_only,
         "your numbers match the attention's parameters only: include every parameter of the block "
         "(block.parameters(): both norms, attention and the MLP).": _grad_attn_only,
-        "your numbers add up the norms of the separate parameters. The block's gradient norm is the norm of all its "
-        "gradients together: sum the *squares* over every parameter, then take one square root.": _grad_per_parameter_sum,
+        (
+            "your numbers add up the norms of the separate parameters. The block's gradient norm is the norm of all "
+            "its gradients together: sum the *squares* over every parameter, then take one square root."
+        ): _grad_per_parameter_sum,
         "your numbers are the gradients with respect to each block's *output* (the hidden state). This task asks "
         "for the gradient of the block's *parameters*, the quantity an optimizer step uses.": _grad_of_block_outputs,
     },
@@ -330,30 +370,30 @@ QUESTIONS = {
     "ex04.warmup": MultipleChoice(
         id="ex04.warmup",
         prompt="Xiong et al. (2020, arXiv 2002.04745) train Pre-LN transformers without the learning-rate warmup "
-               "that Post-LN transformers need. What is their explanation?",
+        "that Post-LN transformers need. What is their explanation?",
         choices={
             "a": "Pre-LN has fewer parameters, so each update moves the model less.",
             "b": "In Post-LN every residual sum passes through a norm, and at initialization the gradients of the "
-                 "layers near the output are large; a full learning rate at the first steps makes updates that "
-                 "are too big. In Pre-LN the identity path reaches every layer untouched and the gradients are "
-                 "well scaled from the start (the top layers' gradient even shrinks like 1/√L).",
+            "layers near the output are large; a full learning rate at the first steps makes updates that "
+            "are too big. In Pre-LN the identity path reaches every layer untouched and the gradients are "
+            "well scaled from the start (the top layers' gradient even shrinks like 1/√L).",
             "c": "Pre-LN normalizes the gradients themselves, so it behaves like gradient clipping.",
             "d": "Pre-LN uses RMSNorm, which is more stable than LayerNorm.",
         },
         answer="b",
         explanation="the norm on the residual path is the difference. Post-LN's output-side gradients are large "
-                    "at initialization and independent of depth, so early updates at a full learning rate are too "
-                    "big and warmup keeps them small until Adam's statistics settle; Pre-LN keeps an unnormalized "
-                    "identity path, its gradients are smaller (about 1/√L at the top) and it can start at the full "
-                    "rate.",
+        "at initialization and independent of depth, so early updates at a full learning rate are too "
+        "big and warmup keeps them small until Adam's statistics settle; Pre-LN keeps an unnormalized "
+        "identity path, its gradients are smaller (about 1/√L at the top) and it can start at the full "
+        "rate.",
         wrong_hints={
             "a": "Pre-LN and Post-LN have the same parameters, apart from one final norm (ln_f) that Pre-LN adds.",
             "c": "no norm touches the gradients directly; the norm's position changes how gradients flow back "
-                 "through the residual sums.",
+            "through the residual sums.",
             "d": "the placement question is independent of the norm's kind: Pre-LN with LayerNorm (GPT-2) or "
-                 "RMSNorm (Llama) alike.",
+            "RMSNorm (Llama) alike.",
         },
-    ),
+    )
 }
 
 CHECKS = {check.name: check for check in (PRE_LN_CHECK, POST_LN_CHECK, GRAD_NORMS_CHECK)}
@@ -364,5 +404,5 @@ GRADED = {
         Graded("post_ln_block", "post_ln_block", 2),
         Graded("layer_grad_norms", "layer_grad_norms", 3),
         Graded("ex04.warmup", "answer_warmup", 1),
-    ],
+    ]
 }

@@ -9,6 +9,7 @@ Each known mistake (norm over the full width, norm after RoPE, LayerNorm instead
 scale, no causal mask, the wrong key/value head for a query head, no gains, no norm at all) is a wrong
 implementation below; an output that matches one gets that mistake's hint.
 """
+
 from __future__ import annotations
 
 import math
@@ -20,9 +21,18 @@ from .checks import Case, CaseResult, CheckReport, FunctionCheck, Graded, Multip
 from .model import GPTConfig
 
 __all__ = [
-    "CHECKS", "QUESTIONS", "GRADED", "QK_NORM_ATTENTION_CHECK", "SOFTCAP_CHECK", "ENTROPY_CHECK",
-    "reference_qk_norm_attention", "functional_attention", "check_qk_norm_attention", "check_softcap",
-    "check_attention_entropy", "check_mini_sweep",
+    "CHECKS",
+    "QUESTIONS",
+    "GRADED",
+    "QK_NORM_ATTENTION_CHECK",
+    "SOFTCAP_CHECK",
+    "ENTROPY_CHECK",
+    "reference_qk_norm_attention",
+    "functional_attention",
+    "check_qk_norm_attention",
+    "check_softcap",
+    "check_attention_entropy",
+    "check_mini_sweep",
 ]
 
 EPS = 1e-6
@@ -46,15 +56,20 @@ class _Check(FunctionCheck):
                 continue
             _, wrong_note = compare_tensor(output, wrong_out, self.tolerance)
             same_as_reference = wrong_out.shape == case.expected.shape and bool(
-                torch.allclose(wrong_out, case.expected, atol=self.tolerance, rtol=0))
+                torch.allclose(wrong_out, case.expected, atol=self.tolerance, rtol=0)
+            )
             if not wrong_note and not same_as_reference:
                 return CaseResult(case.name, False, err, self.tolerance, note, mistake=hint)
         return CaseResult(case.name, False, err, self.tolerance, note)
 
     def report(self, results):
         report = super().report(results)
-        if report.status == "failed" and any("NaN" in r.note for r in results if not r.passed) \
-                and not any(r.mistake for r in results if not r.passed) and self.nan_hint:
+        if (
+            report.status == "failed"
+            and any("NaN" in r.note for r in results if not r.passed)
+            and not any(r.mistake for r in results if not r.passed)
+            and self.nan_hint
+        ):
             report.hint = self.nan_hint
         return report
 
@@ -75,8 +90,24 @@ def reference_qk_norm_attention(x, wq, wk, wv, wo, q_gain, k_gain, n_head, n_kv_
         return layer(x.double())
 
 
-def functional_attention(x, wq, wk, wv, wo, q_gain, k_gain, n_head, n_kv_head, *, norm="rms_head",
-                         order="norm_then_rope", scale=True, causal=True, kv_map="interleave", gains=True):
+def functional_attention(
+    x,
+    wq,
+    wk,
+    wv,
+    wo,
+    q_gain,
+    k_gain,
+    n_head,
+    n_kv_head,
+    *,
+    norm="rms_head",
+    order="norm_then_rope",
+    scale=True,
+    causal=True,
+    kv_map="interleave",
+    gains=True,
+):
     """Per-head QK-Norm attention written out, in float64; the keywords switch in the known mistakes."""
     x = x.double()
     B, T, _ = x.shape
@@ -122,9 +153,14 @@ def _attention_cases(g: torch.Generator) -> list:
     def weights(D, H, KV, proj_scale=1.0):
         d_head = D // H
         r = lambda *s: torch.randn(*s, generator=g)
-        return (r(H * d_head, D) * proj_scale / math.sqrt(D), r(KV * d_head, D) * proj_scale / math.sqrt(D),
-                r(KV * d_head, D) / math.sqrt(D), r(D, H * d_head) / math.sqrt(D),
-                torch.rand(d_head, generator=g) * 1.5 + 0.5, torch.rand(d_head, generator=g) * 1.5 + 0.5)
+        return (
+            r(H * d_head, D) * proj_scale / math.sqrt(D),
+            r(KV * d_head, D) * proj_scale / math.sqrt(D),
+            r(KV * d_head, D) / math.sqrt(D),
+            r(D, H * d_head) / math.sqrt(D),
+            torch.rand(d_head, generator=g) * 1.5 + 0.5,
+            torch.rand(d_head, generator=g) * 1.5 + 0.5,
+        )
 
     specs = [
         ("4 heads, 4 key/value heads (B=2, T=6, d_model=32)", 2, 6, 32, 4, 4, 1.0),
@@ -151,26 +187,31 @@ QK_NORM_ATTENTION_CHECK = FunctionCheck(
     make_cases=_attention_cases,
     tolerance=1e-4,
     hint="project, split into heads (B, heads, T, d_head), RMS-normalize each head's q and k over d_head and "
-         "multiply by the gains, apply RoPE, repeat each key/value head for its group of query heads "
-         "(repeat_interleave), s = q k^T / sqrt(d_head), causal mask, softmax, weights @ v, merge heads, W_o.",
+    "multiply by the gains, apply RoPE, repeat each key/value head for its group of query heads "
+    "(repeat_interleave), s = q k^T / sqrt(d_head), causal mask, softmax, weights @ v, merge heads, W_o.",
     mistakes={
         "your output matches QK-Norm over the full width (all heads' channels at once, OLMo 2's variant). Here "
-        "the norm is per head: split into heads first, then take the RMS over each head's d_head channels.":
-            _mistake(norm="rms_full"),
+        "the norm is per head: split into heads first, then take the RMS over each head's d_head channels.": _mistake(
+            norm="rms_full"
+        ),
         "your output matches normalizing *after* RoPE. Normalize q and k first, then rotate them (Qwen3's "
-        "order): with gains that differ inside a rotated pair the two orders give different results.":
-            _mistake(order="rope_then_norm"),
+        "order): with gains that differ inside a rotated pair the two orders give different results.": _mistake(
+            order="rope_then_norm"
+        ),
         "your output matches LayerNorm (mean subtracted) instead of RMSNorm. QK-Norm divides by "
         "sqrt(mean(q**2) + eps) and does not centre.": _mistake(norm="layer_head"),
-        "your output matches attention without the 1/sqrt(d_head) scale: divide q k^T by sqrt(d_head).":
-            _mistake(scale=False),
+        "your output matches attention without the 1/sqrt(d_head) scale: divide q k^T by sqrt(d_head).": _mistake(
+            scale=False
+        ),
         "your output matches attention without the causal mask: position i may only look at positions <= i "
         "(fill the upper triangle with -inf before the softmax).": _mistake(causal=False),
         "your output matches pairing query heads with the wrong key/value heads: query head h must use "
-        "key/value head h // (n_head // n_kv_head). Use repeat_interleave on the head dim, not repeat.":
-            _mistake(kv_map="tile"),
-        "your output matches QK-Norm without the gains: multiply the normalized q by q_gain and k by k_gain.":
-            _mistake(gains=False),
+        "key/value head h // (n_head // n_kv_head). Use repeat_interleave on the head dim, not repeat.": _mistake(
+            kv_map="tile"
+        ),
+        "your output matches QK-Norm without the gains: multiply the normalized q by q_gain and k by k_gain.": _mistake(
+            gains=False
+        ),
         "your output matches attention without any QK-Norm: normalize each head's q and k (RMSNorm) before "
         "RoPE.": _mistake(norm="none"),
     },
@@ -193,7 +234,10 @@ def _softcap_cases(g: torch.Generator) -> list:
     specs = [
         ("small logits, cap 50 (nearly unchanged)", (torch.randn(3, 5, generator=g), 50.0)),
         ("logits from -300 to 300, cap 50 (Gemma 2's attention cap)", (torch.linspace(-300, 300, 61), 50.0)),
-        ("a (2, 4, 6, 6) tensor of large logits, cap 30 (Gemma 2's final cap)", (torch.randn(2, 4, 6, 6, generator=g) * 80, 30.0)),
+        (
+            "a (2, 4, 6, 6) tensor of large logits, cap 30 (Gemma 2's final cap)",
+            (torch.randn(2, 4, 6, 6, generator=g) * 80, 30.0),
+        ),
         ("cap 5 on logits of scale 10", (torch.randn(8, generator=g) * 10, 5.0)),
     ]
     return [Case(name, args, _softcap_ref(*args)) for name, args in specs]
@@ -254,19 +298,26 @@ ENTROPY_CHECK = _Check(
     hint="-(p * log p).sum(dim=-1), natural log, with 0 * log 0 counted as 0.",
     mistakes={
         "your output matches the entropy in bits (log2). Use the natural log (torch.log): the course measures "
-        "entropy in nats, ln n for uniform attention over n keys.":
-            lambda p: -torch.special.xlogy(p.double(), p.double()).sum(-1) / math.log(2),
-        "your output matches sum(p log p) without the minus sign: entropy is -sum(p log p), never negative.":
-            lambda p: torch.special.xlogy(p.double(), p.double()).sum(-1),
-        "your output matches the mean over keys instead of the sum: entropy sums -p log p over the keys.":
-            lambda p: -torch.special.xlogy(p.double(), p.double()).mean(-1),
+        "entropy in nats, ln n for uniform attention over n keys.": lambda p: (
+            -torch.special.xlogy(p.double(), p.double()).sum(-1) / math.log(2)
+        ),
+        (
+            "your output matches sum(p log p) without the minus sign: entropy is -sum(p log p), never negative."
+        ): lambda p: torch.special.xlogy(p.double(), p.double()).sum(-1),
+        "your output matches the mean over keys instead of the sum: entropy sums -p log p over the keys.": lambda p: (
+            -torch.special.xlogy(p.double(), p.double()).mean(-1)
+        ),
         "your output matches a sum over the wrong dimension (the queries, dim -2): each row of attention "
-        "weights, the last dim, is one distribution.": lambda p: _xlogy_sum(p, -2) if p.dim() >= 2 else _xlogy_sum(p, -1),
+        "weights, the last dim, is one distribution.": lambda p: (
+            _xlogy_sum(p, -2) if p.dim() >= 2 else _xlogy_sum(p, -1)
+        ),
     },
 )
-ENTROPY_CHECK.nan_hint = ("NaN appears where a weight is exactly 0 (one-hot rows, masked keys): 0 * log 0 is "
-                          "0 * -inf = NaN in floating point, but counts as 0 in the entropy. Use "
-                          "torch.special.xlogy(p, p), or clamp p before the log: p * torch.log(p.clamp_min(1e-30)).")
+ENTROPY_CHECK.nan_hint = (
+    "NaN appears where a weight is exactly 0 (one-hot rows, masked keys): 0 * log 0 is "
+    "0 * -inf = NaN in floating point, but counts as 0 in the entropy. Use "
+    "torch.special.xlogy(p, p), or clamp p before the log: p * torch.log(p.clamp_min(1e-30))."
+)
 
 
 def check_attention_entropy(fn, seed: int = 0) -> CheckReport:
@@ -295,11 +346,15 @@ def check_mini_sweep(fn):
         print(CheckReport(name, "not-implemented").text())
         return None
     except Exception as exc:
-        print(f"❌ {name}: raised {type(exc).__name__}: {exc}\n   Hint: call stability_sweep(...) and return its result.")
+        print(
+            f"❌ {name}: raised {type(exc).__name__}: {exc}\n   Hint: call stability_sweep(...) and return its result."
+        )
         return None
     if not isinstance(result, SweepResult):
-        print(f"❌ {name}: returned {type(result).__name__}, expected the result of stability_sweep(...)\n"
-              "   Hint: return stability_sweep([0.01, 0.3], variants=(\"baseline\", \"qk_norm\"), ...).")
+        print(
+            f"❌ {name}: returned {type(result).__name__}, expected the result of stability_sweep(...)\n"
+            '   Hint: return stability_sweep([0.01, 0.3], variants=("baseline", "qk_norm"), ...).'
+        )
         return None
     problems = []
     if sorted(result.variants) != ["baseline", "qk_norm"]:
@@ -307,13 +362,17 @@ def check_mini_sweep(fn):
     if len(result.lrs) != 2 or not all(math.isclose(a, b) for a, b in zip(result.lrs, MINI_LRS)):
         problems.append(f"learning rates {result.lrs}, expected [0.01, 0.3]")
     if problems:
-        print(f"❌ {name}: " + "; ".join(problems) + "\n   Hint: pass lrs=[0.01, 0.3] and "
-              "variants=(\"baseline\", \"qk_norm\") to stability_sweep.")
+        print(
+            f"❌ {name}: " + "; ".join(problems) + "\n   Hint: pass lrs=[0.01, 0.3] and "
+            'variants=("baseline", "qk_norm") to stability_sweep.'
+        )
         return None
     ratio = result.get("baseline", 0.3).max_attn_logit / result.get("qk_norm", 0.3).max_attn_logit
     if not ratio >= 100:
-        print(f"❌ {name}: at lr 0.3 the baseline's largest logit is only {ratio:.1f}x QK-Norm's (expected >= 100x)\n"
-              "   Hint: use the quick preset with at least 100 steps, so that the logits have time to grow.")
+        print(
+            f"❌ {name}: at lr 0.3 the baseline's largest logit is only {ratio:.1f}x QK-Norm's (expected >= 100x)\n"
+            "   Hint: use the quick preset with at least 100 steps, so that the logits have time to grow."
+        )
         return None
     print(f"✅ {name}: 4 runs; at lr 0.3 the baseline's largest attention logit is more than 100x QK-Norm's")
     return result
@@ -331,21 +390,21 @@ QUESTIONS = {
         choices={
             "a": "Both models' largest logit grows at the same rate; QK-Norm only changes the loss.",
             "b": "At lr 0.3 the baseline's largest logit grows by orders of magnitude within the first few dozen "
-                 "steps, while QK-Norm's stays in the tens, limited by its slowly growing gains.",
+            "steps, while QK-Norm's stays in the tens, limited by its slowly growing gains.",
             "c": "With QK-Norm the largest logit stays exactly at sqrt(d_head) = 4 for the whole run.",
             "d": "The largest logit shrinks during training because of the learning-rate warmup.",
         },
         answer="b",
         explanation="without the norm the logit multiplies the growth of W_q, W_k and the activations; with it, "
-                    "|s| <= sqrt(d_head) * max|g_q| * max|g_k|, and the gains move by about one learning rate per "
-                    "step.",
+        "|s| <= sqrt(d_head) * max|g_q| * max|g_k|, and the gains move by about one learning rate per "
+        "step.",
         wrong_hints={
             "a": "plot them on a log axis: one curve ends around 10^5 or more, the other in the tens.",
             "c": "sqrt(d_head) is the bound for *unit* gains; the gains are learned, so QK-Norm's logits do grow, "
-                 "slowly (look at the blue curve).",
+            "slowly (look at the blue curve).",
             "d": "warmup only lowers the learning rate during the first steps; both curves rise.",
         },
-    ),
+    )
 }
 
 GRADED = {
@@ -354,5 +413,5 @@ GRADED = {
         Graded("softcap", "softcap", 1),
         Graded("attention_entropy", "attention_entropy", 2),
         Graded("ex05.curve", "answer_max_logit_curve", 1),
-    ],
+    ]
 }

@@ -9,6 +9,7 @@ It is built so that attention matters: many next words can only be predicted by 
 A word-level tokenizer maps the fixed vocabulary to ids; `Corpus` holds train and validation token
 streams and draws random windows as batches from a torch.Generator.
 """
+
 from __future__ import annotations
 
 import random
@@ -18,10 +19,24 @@ import torch
 
 __all__ = ["VOCABULARY", "WordTokenizer", "make_text", "Corpus"]
 
-_NOUNS = [("cat", "cats"), ("dog", "dogs"), ("bird", "birds"), ("fox", "foxes"), ("child", "children"),
-          ("horse", "horses"), ("mouse", "mice"), ("wolf", "wolves")]
-_VERBS = [("sleeps", "sleep"), ("runs", "run"), ("sings", "sing"), ("waits", "wait"), ("jumps", "jump"),
-          ("eats", "eat")]
+_NOUNS = [
+    ("cat", "cats"),
+    ("dog", "dogs"),
+    ("bird", "birds"),
+    ("fox", "foxes"),
+    ("child", "children"),
+    ("horse", "horses"),
+    ("mouse", "mice"),
+    ("wolf", "wolves"),
+]
+_VERBS = [
+    ("sleeps", "sleep"),
+    ("runs", "run"),
+    ("sings", "sing"),
+    ("waits", "wait"),
+    ("jumps", "jump"),
+    ("eats", "eat"),
+]
 _ADJECTIVES = ["big", "small", "old", "young", "quick", "lazy"]
 _PREPOSITIONS = ["near", "behind", "with", "under"]
 _KEYS = [f"k{i}" for i in range(12)]
@@ -29,8 +44,13 @@ _VALUES = [f"v{i}" for i in range(12)]
 _SYMBOLS = [".", ";", "=", "the", "copy"]
 
 VOCABULARY = tuple(
-    _SYMBOLS + [w for pair in _NOUNS for w in pair] + [w for pair in _VERBS for w in pair]
-    + _ADJECTIVES + _PREPOSITIONS + _KEYS + _VALUES
+    _SYMBOLS
+    + [w for pair in _NOUNS for w in pair]
+    + [w for pair in _VERBS for w in pair]
+    + _ADJECTIVES
+    + _PREPOSITIONS
+    + _KEYS
+    + _VALUES
 )
 
 

@@ -17,6 +17,7 @@ Each drawn cell carries a gid "shaded:i,j,k" or "plain:i,j,k", so a test can rea
 Colours are Okabe-Ito (colour-blind safe); shaded cells are also hatched, so the picture survives a
 black-and-white print or a washed-out projector.
 """
+
 from __future__ import annotations
 
 import math
@@ -25,9 +26,19 @@ import numpy as np
 import torch
 
 __all__ = [
-    "NORM_AXES", "NORM_AXES_2D", "NORM_COLORS", "AXIS_NAMES", "AXIS_NAMES_2D",
-    "shared_cells", "group_statistics", "draw_norm_axes", "table_figure", "block_figure",
-    "draw_norm_explorer", "describe_norm_explorer", "norm_axes_explorer",
+    "NORM_AXES",
+    "NORM_AXES_2D",
+    "NORM_COLORS",
+    "AXIS_NAMES",
+    "AXIS_NAMES_2D",
+    "shared_cells",
+    "group_statistics",
+    "draw_norm_axes",
+    "table_figure",
+    "block_figure",
+    "draw_norm_explorer",
+    "describe_norm_explorer",
+    "norm_axes_explorer",
 ]
 
 # reduction axes of each norm for a (batch, tokens, features) tensor, and for a (samples, features) table
@@ -106,8 +117,7 @@ def _legend(ax, color, label, loc="upper left", anchor=(1.0, 1.0)):
     ax.legend(handles=handles, loc=loc, bbox_to_anchor=anchor, fontsize=FONT - 2, frameon=True)
 
 
-def _draw_table(ax, mask, values=None, row_labels=None, col_labels=None, color="#0072B2",
-                separators=(), index_of=None):
+def _draw_table(ax, mask, values=None, row_labels=None, col_labels=None, color="#0072B2", separators=(), index_of=None):
     """Cells as rectangles (row 0 at the top). mask: 2-d bool. index_of(r, c) gives the gid's index."""
     from matplotlib.patches import Rectangle
 
@@ -116,15 +126,30 @@ def _draw_table(ax, mask, values=None, row_labels=None, col_labels=None, color="
         for c in range(cols):
             shaded = bool(mask[r, c])
             idx = index_of(r, c) if index_of else (r, c)
-            ax.add_patch(Rectangle(
-                (c, rows - 1 - r), 1, 1, facecolor=color if shaded else PLAIN_FACE, edgecolor=EDGE, lw=1.2,
-                hatch="//" if shaded else None, alpha=0.85 if shaded else 1.0,
-                gid=("shaded:" if shaded else "plain:") + ",".join(map(str, idx)),
-            ))
+            ax.add_patch(
+                Rectangle(
+                    (c, rows - 1 - r),
+                    1,
+                    1,
+                    facecolor=color if shaded else PLAIN_FACE,
+                    edgecolor=EDGE,
+                    lw=1.2,
+                    hatch="//" if shaded else None,
+                    alpha=0.85 if shaded else 1.0,
+                    gid=("shaded:" if shaded else "plain:") + ",".join(map(str, idx)),
+                )
+            )
             if values is not None:
-                ax.text(c + 0.5, rows - 0.5 - r, f"{values[r, c]:g}", ha="center", va="center",
-                        fontsize=FONT - 1, fontweight="bold" if shaded else "normal",
-                        bbox=dict(boxstyle="round,pad=0.12", fc="white", ec="none", alpha=0.8) if shaded else None)
+                ax.text(
+                    c + 0.5,
+                    rows - 0.5 - r,
+                    f"{values[r, c]:g}",
+                    ha="center",
+                    va="center",
+                    fontsize=FONT - 1,
+                    fontweight="bold" if shaded else "normal",
+                    bbox=dict(boxstyle="round,pad=0.12", fc="white", ec="none", alpha=0.8) if shaded else None,
+                )
     for r in separators:  # thick lines between samples in a flattened (sample, token) table
         ax.plot([0, cols], [rows - r, rows - r], color="black", lw=3)
     if row_labels is not None:
@@ -166,17 +191,26 @@ def _draw_block(ax, mask, color):
                 face = color if shaded else PLAIN_FACE
                 alpha = 0.95 if shaded else 0.55
                 gid = ("shaded:" if shaded else "plain:") + f"{n},{t},{d}"
-                p = lambda dn, dt, dd: _corner(n + dn, t + dt, d + dd, shape)  # noqa: E731
+
+                def p(dn, dt, dd, n=n, t=t, d=d):  # one corner of cube (n, t, d), offset by 0 or 1 per axis
+                    return _corner(n + dn, t + dt, d + dd, shape)
+
                 front = [p(0, 0, 0), p(0, 0, 1), p(0, 1, 1), p(0, 1, 0)]
                 top = [p(0, 0, 0), p(1, 0, 0), p(1, 0, 1), p(0, 0, 1)]
                 side = [p(0, 0, 1), p(1, 0, 1), p(1, 1, 1), p(0, 1, 1)]
                 for k, (poly, shade) in enumerate(((side, 0.75), (top, 0.9), (front, 1.0))):
                     rgb = np.array(to_rgb(face)) * shade
-                    ax.add_patch(Polygon(
-                        poly, closed=True, facecolor=(*rgb, alpha), edgecolor=EDGE, lw=0.9,
-                        hatch="//" if (shaded and k == 2) else None,
-                        gid=gid if k == 2 else None,
-                    ))
+                    ax.add_patch(
+                        Polygon(
+                            poly,
+                            closed=True,
+                            facecolor=(*rgb, alpha),
+                            edgecolor=EDGE,
+                            lw=0.9,
+                            hatch="//" if (shaded and k == 2) else None,
+                            gid=gid if k == 2 else None,
+                        )
+                    )
     # axis arrows and labels
     arrow = dict(arrowstyle="-|>", lw=2.2, color="black", mutation_scale=22)
     bottom_left, bottom_right = _corner(0, T, 0, shape), _corner(0, T, D, shape)
@@ -184,11 +218,20 @@ def _draw_block(ax, mask, color):
     ax.text(*(bottom_left + bottom_right) / 2 + [0, -0.65], f"features (D = {D})", ha="center", va="top", fontsize=FONT)
     top_left, low_left = _corner(0, 0, 0, shape), _corner(0, T, 0, shape)
     ax.annotate("", xy=low_left + [-0.4, 0], xytext=top_left + [-0.4, 0], arrowprops=arrow)
-    ax.text(*(top_left + low_left) / 2 + [-0.6, 0], f"tokens (T = {T})", ha="right", va="center", fontsize=FONT, rotation=90)
+    ax.text(
+        *(top_left + low_left) / 2 + [-0.6, 0], f"tokens (T = {T})", ha="right", va="center", fontsize=FONT, rotation=90
+    )
     front_right, back_right = _corner(0, T, D, shape), _corner(N, T, D, shape)
     ax.annotate("", xy=back_right + [0.35, -0.1], xytext=front_right + [0.35, -0.1], arrowprops=arrow)
-    ax.text(*(front_right + back_right) / 2 + [0.55, -0.2], f"batch (N = {N})", ha="left", va="top", fontsize=FONT,
-            rotation=math.degrees(math.atan2(_DEPTH[1], _DEPTH[0])), rotation_mode="anchor")
+    ax.text(
+        *(front_right + back_right) / 2 + [0.55, -0.2],
+        f"batch (N = {N})",
+        ha="left",
+        va="top",
+        fontsize=FONT,
+        rotation=math.degrees(math.atan2(_DEPTH[1], _DEPTH[0])),
+        rotation_mode="anchor",
+    )
     far = _corner(N, 0, D, shape)
     ax.set_xlim(-1.8, far[0] + 2.2)
     ax.set_ylim(bottom_left[1] - 1.4, far[1] + 0.3)
@@ -207,8 +250,9 @@ def _describe_dims(dims, names) -> str:
     return " × ".join(names[d] for d in dims)
 
 
-def draw_norm_axes(reduce_dims, shape=(3, 4, 6), index=None, ax=None, color="#0072B2", label=None,
-                   title=None, values=None, legend=True):
+def draw_norm_axes(
+    reduce_dims, shape=(3, 4, 6), index=None, ax=None, color="#0072B2", label=None, title=None, values=None, legend=True
+):
     """Draw which elements share element `index`'s statistics when a norm reduces over `reduce_dims`.
 
     shape: (samples, features) -> a table; (batch, tokens, features) -> a block of cubes.
@@ -219,7 +263,9 @@ def draw_norm_axes(reduce_dims, shape=(3, 4, 6), index=None, ax=None, color="#00
 
     shape = tuple(shape)
     if len(shape) not in (2, 3):
-        raise ValueError(f"draw_norm_axes draws 2-d (samples, features) or 3-d (batch, tokens, features) shapes, got {shape}")
+        raise ValueError(
+            f"draw_norm_axes draws 2-d (samples, features) or 3-d (batch, tokens, features) shapes, got {shape}"
+        )
     dims = _normalize_dims(reduce_dims, len(shape))
     index = tuple(index) if index is not None else _default_index(shape)
     mask = shared_cells(shape, dims, index)
@@ -230,9 +276,14 @@ def draw_norm_axes(reduce_dims, shape=(3, 4, 6), index=None, ax=None, color="#00
     if label is None:
         label = f"share one mean & variance ({count} values)"
     if len(shape) == 2:
-        _draw_table(ax, mask, values=values, color=color,
-                    row_labels=[f"sample {i + 1}" for i in range(shape[0])],
-                    col_labels=[f"f{j + 1}" for j in range(shape[1])])
+        _draw_table(
+            ax,
+            mask,
+            values=values,
+            color=color,
+            row_labels=[f"sample {i + 1}" for i in range(shape[0])],
+            col_labels=[f"f{j + 1}" for j in range(shape[1])],
+        )
         ax.text(shape[1] / 2, shape[0] + 0.85, "features →", ha="center", va="bottom", fontsize=FONT)
         ax.set_ylim(-0.05, shape[0] + 1.6)
         ax.set_xlim(-2.1, shape[1] + 0.05)
@@ -263,29 +314,54 @@ def table_figure(x, row: int = 1, column: int = 2):
         color = NORM_COLORS[norm]
         stats = group_statistics(x, norm, dims)
         what = "one sample, all its features" if norm == "LayerNorm" else "one feature, all samples in the batch"
-        draw_norm_axes(dims, (N, D), index=index, ax=ax, color=color, values=values, legend=False,
-                       title=f"{norm}: statistics of {what}")
+        draw_norm_axes(
+            dims,
+            (N, D),
+            index=index,
+            ax=ax,
+            color=color,
+            values=values,
+            legend=False,
+            title=f"{norm}: statistics of {what}",
+        )
         mean, var = stats["mean"], stats["var"]
         if norm == "LayerNorm":
             ax.text(D + 0.15, N + 0.15, "μ, σ²", ha="left", va="bottom", fontsize=FONT - 1, fontweight="bold")
             for r in range(N):
-                ax.text(D + 0.15, N - 0.5 - r, f"{mean[r, 0]:.2f}, {var[r, 0]:.2f}", ha="left", va="center",
-                        fontsize=FONT - 1, color=color if r == row else "black",
-                        fontweight="bold" if r == row else "normal")
+                ax.text(
+                    D + 0.15,
+                    N - 0.5 - r,
+                    f"{mean[r, 0]:.2f}, {var[r, 0]:.2f}",
+                    ha="left",
+                    va="center",
+                    fontsize=FONT - 1,
+                    color=color if r == row else "black",
+                    fontweight="bold" if r == row else "normal",
+                )
             ax.set_xlim(-2.1, D + 2.4)
             ax.set_ylim(-1.6, N + 1.6)
         else:
             ax.text(-0.15, -0.5, "μ", ha="right", va="center", fontsize=FONT - 1, fontweight="bold")
             ax.text(-0.15, -1.2, "σ²", ha="right", va="center", fontsize=FONT - 1, fontweight="bold")
             for c in range(D):
-                style = dict(ha="center", va="center", fontsize=FONT - 2, color=color if c == column else "black",
-                             fontweight="bold" if c == column else "normal")
+                style = dict(
+                    ha="center",
+                    va="center",
+                    fontsize=FONT - 2,
+                    color=color if c == column else "black",
+                    fontweight="bold" if c == column else "normal",
+                )
                 ax.text(c + 0.5, -0.5, f"{mean[0, c]:.2f}", **style)
                 ax.text(c + 0.5, -1.2, f"{var[0, c]:.2f}", **style)
             ax.set_ylim(-1.6, N + 1.6)
         count = stats["values_per_group"]
-        _legend(ax, color, f"{count} values share one μ and σ²  ({stats['groups']} groups)",
-                loc="upper center", anchor=(0.5, 0.0))
+        _legend(
+            ax,
+            color,
+            f"{count} values share one μ and σ²  ({stats['groups']} groups)",
+            loc="upper center",
+            anchor=(0.5, 0.0),
+        )
     fig.tight_layout()
     return fig
 
@@ -297,14 +373,24 @@ def block_figure(shape=(3, 4, 6), sample: int = 0, token: int = 1, feature: int 
 
     N, T, D = shape
     fig, axes = plt.subplots(1, 2, figsize=(15, 6.8))
-    draw_norm_axes(NORM_AXES["BatchNorm"], shape, index=(sample, token, feature), ax=axes[0],
-                   color=NORM_COLORS["BatchNorm"],
-                   label=f"BatchNorm: one feature, all {N} samples × {T} tokens = {N * T} values",
-                   title="BatchNorm: a slab per feature")
-    draw_norm_axes(NORM_AXES["LayerNorm"], shape, index=(sample, token, feature), ax=axes[1],
-                   color=NORM_COLORS["LayerNorm"],
-                   label=f"LayerNorm / RMSNorm: one token, all {D} features",
-                   title="LayerNorm / RMSNorm: a strip per token")
+    draw_norm_axes(
+        NORM_AXES["BatchNorm"],
+        shape,
+        index=(sample, token, feature),
+        ax=axes[0],
+        color=NORM_COLORS["BatchNorm"],
+        label=f"BatchNorm: one feature, all {N} samples × {T} tokens = {N * T} values",
+        title="BatchNorm: a slab per feature",
+    )
+    draw_norm_axes(
+        NORM_AXES["LayerNorm"],
+        shape,
+        index=(sample, token, feature),
+        ax=axes[1],
+        color=NORM_COLORS["LayerNorm"],
+        label=f"LayerNorm / RMSNorm: one token, all {D} features",
+        title="LayerNorm / RMSNorm: a strip per token",
+    )
     fig.tight_layout()
     return fig
 
@@ -323,6 +409,7 @@ def _explorer_parts(x, norm, sample, token, feature):
 
 def _group_stat_text(norm, stats, index) -> str:
     sel = tuple(0 if d in stats["dims"] else i for d, i in enumerate(index))
+
     def num(t):
         return f"{round(t[sel].item(), 3) + 0.0:.3f}"  # + 0.0 turns a rounded -0.000 into 0.000
 
@@ -341,18 +428,41 @@ def draw_norm_explorer(x, norm="BatchNorm", sample=0, token=1, feature=2):
     N, T, D = x.shape
     color = NORM_COLORS[norm]
     fig, (a, b) = plt.subplots(1, 2, figsize=(13.5, 6.4), gridspec_kw={"width_ratios": [1.2, 1]})
-    draw_norm_axes(dims, x.shape, index=index, ax=a, color=color, legend=False,
-                   title=f"{norm} reduces over {_describe_dims(dims, AXIS_NAMES)}")
-    _draw_table(b, mask.reshape(N * T, D), values=x.reshape(N * T, D).numpy().round(1), color=color,
-                row_labels=[f"x[{n},{t},:]" for n in range(N) for t in range(T)],
-                col_labels=[f"d={d}" for d in range(D)], separators=[T * n for n in range(1, N)],
-                index_of=lambda r, c: (r // T, r % T, c))
+    draw_norm_axes(
+        dims,
+        x.shape,
+        index=index,
+        ax=a,
+        color=color,
+        legend=False,
+        title=f"{norm} reduces over {_describe_dims(dims, AXIS_NAMES)}",
+    )
+    _draw_table(
+        b,
+        mask.reshape(N * T, D),
+        values=x.reshape(N * T, D).numpy().round(1),
+        color=color,
+        row_labels=[f"x[{n},{t},:]" for n in range(N) for t in range(T)],
+        col_labels=[f"d={d}" for d in range(D)],
+        separators=[T * n for n in range(1, N)],
+        index_of=lambda r, c: (r // T, r % T, c),
+    )
     b.set_xlim(-2.0, D + 0.05)
     b.set_ylim(-0.05, N * T + 0.9)
-    b.set_title(f"x[{index[0]}, {index[1]}, {index[2]}]'s group: {int(mask.sum())} values\n"
-                + _group_stat_text(norm, stats, index), fontsize=FONT, color="black")
-    _legend(b, color, f"shares x[{index[0]},{index[1]},{index[2]}]'s statistics\n"
-            f"({stats['groups']} groups of {stats['values_per_group']} values)", loc="upper center", anchor=(0.55, 0.0))
+    b.set_title(
+        f"x[{index[0]}, {index[1]}, {index[2]}]'s group: {int(mask.sum())} values\n"
+        + _group_stat_text(norm, stats, index),
+        fontsize=FONT,
+        color="black",
+    )
+    _legend(
+        b,
+        color,
+        f"shares x[{index[0]},{index[1]},{index[2]}]'s statistics\n"
+        f"({stats['groups']} groups of {stats['values_per_group']} values)",
+        loc="upper center",
+        anchor=(0.55, 0.0),
+    )
     fig.tight_layout()
     return fig
 
@@ -382,5 +492,6 @@ def norm_axes_explorer(x, norm="BatchNorm", sample=0, token=1, feature=2):
         "token": w.IntSlider(value=token, min=0, max=T - 1, description="token t", style=style),
         "feature": w.IntSlider(value=feature, min=0, max=D - 1, description="feature d", style=style),
     }
-    return live_figure(lambda **kw: draw_norm_explorer(x, **kw), controls,
-                       describe=lambda **kw: describe_norm_explorer(x, **kw))
+    return live_figure(
+        lambda **kw: draw_norm_explorer(x, **kw), controls, describe=lambda **kw: describe_norm_explorer(x, **kw)
+    )

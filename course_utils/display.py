@@ -1,4 +1,5 @@
 """Small display helpers for the chapters: compare two tensors, show a function's source."""
+
 from __future__ import annotations
 
 import inspect

@@ -1,4 +1,5 @@
 """The learner's environment: one seed helper, the device choice (with its reason) and a version report."""
+
 from __future__ import annotations
 
 import os
@@ -60,8 +61,12 @@ def course_releases() -> dict:
     import matplotlib
     import numpy
 
-    return {"torch": release(torch.__version__), "numpy": release(numpy.__version__),
-            "matplotlib": release(matplotlib.__version__), "ipywidgets": release(ipywidgets.__version__)}
+    return {
+        "torch": release(torch.__version__),
+        "numpy": release(numpy.__version__),
+        "matplotlib": release(matplotlib.__version__),
+        "ipywidgets": release(ipywidgets.__version__),
+    }
 
 
 def environment_report() -> dict:

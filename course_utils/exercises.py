@@ -21,6 +21,7 @@ answer "not implemented yet". In Markdown cells the region becomes "YOUR ANSWER 
 notebook records in its metadata which exercise it is (the grader reads it; learners rename files).
 Outputs of cells whose source did not change are kept, so regenerating does not wipe executed outputs.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -97,10 +98,7 @@ def make_exercise(solution_path: Path, previous=None):
 
 def learner_view(nb):
     """What the generator decides (cell types, sources, course metadata), without execution results."""
-    return (
-        [(c.cell_type, c.source) for c in nb.cells],
-        dict(nb.metadata.get("course", {})),
-    )
+    return ([(c.cell_type, c.source) for c in nb.cells], dict(nb.metadata.get("course", {})))
 
 
 def generate(root: Path = ROOT, check: bool = False, only=None) -> list:

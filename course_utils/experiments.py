@@ -32,6 +32,7 @@ Presets (`PRESETS`): ``quick`` (CPU, about a minute for the chapter's grid), ``g
 runs, bf16 autocast on CUDA), and ``auto`` (``gpu`` when `course_utils.env.pick_device()` finds CUDA, else
 ``quick``).
 """
+
 from __future__ import annotations
 
 import html
@@ -48,8 +49,17 @@ from .model import GPTConfig, TinyGPT
 from .training import ProgressBar, TrainConfig, evaluate, train
 
 __all__ = [
-    "VARIANTS", "PRESETS", "Preset", "DIVERGED_DEFINITION", "DEGRADED_MARGIN", "RunRecord", "SweepResult",
-    "resolve_preset", "build_run", "stability_sweep", "lr_sensitivity",
+    "VARIANTS",
+    "PRESETS",
+    "Preset",
+    "DIVERGED_DEFINITION",
+    "DEGRADED_MARGIN",
+    "RunRecord",
+    "SweepResult",
+    "resolve_preset",
+    "build_run",
+    "stability_sweep",
+    "lr_sensitivity",
 ]
 
 VARIANTS = {
@@ -87,17 +97,39 @@ PRESETS = {
     "quick": Preset(
         name="quick",
         model=dict(n_layer=2, n_head=4, d_model=64, block_size=64),
-        train=dict(steps=200, batch_size=8, block_size=64, warmup=30, betas=(0.9, 0.95), weight_decay=0.0,
-                   record_every=10, amp=False),
-        n_sentences=8000, device="cpu", lrs=(1e-2, 3e-2, 0.1, 0.3), threads=1,
+        train=dict(
+            steps=200,
+            batch_size=8,
+            block_size=64,
+            warmup=30,
+            betas=(0.9, 0.95),
+            weight_decay=0.0,
+            record_every=10,
+            amp=False,
+        ),
+        n_sentences=8000,
+        device="cpu",
+        lrs=(1e-2, 3e-2, 0.1, 0.3),
+        threads=1,
     ),
     # 4 layers, d_model 256, 8 heads: ~3.2M parameters; 600 steps of 32 x 128 tokens in bf16 autocast.
     "gpu": Preset(
         name="gpu",
         model=dict(n_layer=4, n_head=8, d_model=256, block_size=128),
-        train=dict(steps=600, batch_size=32, block_size=128, warmup=60, betas=(0.9, 0.95), weight_decay=0.0,
-                   record_every=20, amp=True),
-        n_sentences=40000, device="cuda", lrs=(1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3), eval_batches=8,
+        train=dict(
+            steps=600,
+            batch_size=32,
+            block_size=128,
+            warmup=60,
+            betas=(0.9, 0.95),
+            weight_decay=0.0,
+            record_every=20,
+            amp=True,
+        ),
+        n_sentences=40000,
+        device="cuda",
+        lrs=(1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3),
+        eval_batches=8,
         eval_batch_size=64,
     ),
 }
@@ -258,18 +290,28 @@ class SweepResult:
     def rows(self) -> list:
         """One dict of formatted strings per run (the table's rows)."""
         return [
-            {"variant": r.variant, "lr": f"{r.lr:g}", "final loss": _fmt_loss(r),
-             "max |attn logit|": _fmt_logit(r.max_attn_logit),
-             "final entropy": "n/a" if math.isnan(r.final_entropy) else f"{r.final_entropy:.2f}",
-             "verdict": _STATUS_MARK[r.status]}
-            for v in self.variants for r in self.of(v)
+            {
+                "variant": r.variant,
+                "lr": f"{r.lr:g}",
+                "final loss": _fmt_loss(r),
+                "max |attn logit|": _fmt_logit(r.max_attn_logit),
+                "final entropy": "n/a" if math.isnan(r.final_entropy) else f"{r.final_entropy:.2f}",
+                "verdict": _STATUS_MARK[r.status],
+            }
+            for v in self.variants
+            for r in self.of(v)
         ]
 
     def survival_rows(self) -> list:
         lrs = self.lrs
         table = self.survival()
-        return [{"variant": v, **{f"lr {lr:g}": _STATUS_MARK[table[v][lr]].split()[0] if lr in table[v] else "·"
-                                  for lr in lrs}} for v in self.variants]
+        return [
+            {
+                "variant": v,
+                **{f"lr {lr:g}": _STATUS_MARK[table[v][lr]].split()[0] if lr in table[v] else "·" for lr in lrs},
+            }
+            for v in self.variants
+        ]
 
     def _title(self) -> str:
         return f"stability sweep: preset {self.preset.name!r} on {self.device}, {len(self)} runs"
@@ -277,9 +319,13 @@ class SweepResult:
     def __repr__(self) -> str:
         rows = self.rows()
         sens = self.sensitivity()
-        lines = [self._title(), _text_table(rows), "",
-                 "LR sensitivity: " + ", ".join(f"{v} {s:.2f}" for v, s in sens.items()),
-                 "(" + self.definition + ")"]
+        lines = [
+            self._title(),
+            _text_table(rows),
+            "",
+            "LR sensitivity: " + ", ".join(f"{v} {s:.2f}" for v, s in sens.items()),
+            "(" + self.definition + ")",
+        ]
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
@@ -291,7 +337,7 @@ class SweepResult:
             + f"</p><p style='font-size:85%'>{html.escape(self.definition)}</p></div>"
         )
 
-    def survival_table(self) -> "Table":
+    def survival_table(self) -> Table:
         """Which variant survives which learning rate: ✓ (ok) or ✗ (degraded or diverged)."""
         return Table(self.survival_rows(), "which variant survives which learning rate (✓ ok, ✗ failed)")
 
@@ -378,13 +424,25 @@ def _run_one(preset: Preset, variant: str, lr: float, seed: int, device: torch.d
     model_cfg, train_cfg, corpus = build_run(preset, variant, lr, seed, steps)
     torch.manual_seed(seed)  # the same initial weights for every learning rate
     model = TinyGPT(model_cfg).to(device)
-    eval_kw = dict(batch_size=preset.eval_batch_size, block_size=train_cfg.block_size, batches=preset.eval_batches,
-                   device=device, amp=train_cfg.amp)
+    eval_kw = dict(
+        batch_size=preset.eval_batch_size,
+        block_size=train_cfg.block_size,
+        batches=preset.eval_batches,
+        device=device,
+        amp=train_cfg.amp,
+    )
     initial = evaluate(model, corpus, **eval_kw)
     bar = ProgressBar(train_cfg.steps, f"{variant:>15s} lr {lr:<6g}") if progress else None
     start = time.perf_counter()
-    history = train(model, corpus, train_cfg, label=variant, device=device, progress=False,
-                    callback=(lambda step, m, loss: bar.update()) if bar else None)
+    history = train(
+        model,
+        corpus,
+        train_cfg,
+        label=variant,
+        device=device,
+        progress=False,
+        callback=(lambda step, m, loss: bar.update()) if bar else None,
+    )
     final = math.inf if history.diverged else evaluate(model, corpus, **eval_kw)
     seconds = time.perf_counter() - start
     if not math.isfinite(final):
@@ -392,20 +450,39 @@ def _run_one(preset: Preset, variant: str, lr: float, seed: int, device: torch.d
     max_logit = [v if math.isfinite(v) else math.inf for v in history.max_logit]
     diverged = history.diverged or not final < initial
     record = RunRecord(
-        variant=variant, lr=float(lr), final_loss=math.inf if history.diverged else final,
-        initial_loss=initial, max_attn_logit=max(max_logit, default=math.nan), diverged=diverged,
-        diverged_at=history.diverged_at, losses=history.losses, probe_steps=history.probe_steps,
-        max_logit=max_logit, entropy=history.entropy,
-        tokens=len(history.losses) * train_cfg.batch_size * train_cfg.block_size, seconds=seconds,
+        variant=variant,
+        lr=float(lr),
+        final_loss=math.inf if history.diverged else final,
+        initial_loss=initial,
+        max_attn_logit=max(max_logit, default=math.nan),
+        diverged=diverged,
+        diverged_at=history.diverged_at,
+        losses=history.losses,
+        probe_steps=history.probe_steps,
+        max_logit=max_logit,
+        entropy=history.entropy,
+        tokens=len(history.losses) * train_cfg.batch_size * train_cfg.block_size,
+        seconds=seconds,
     )
     if bar:
-        bar.close(("diverged" + (f" at step {history.diverged_at}" if history.diverged_at is not None else ""))
-                  if diverged else "done")
+        bar.close(
+            ("diverged" + (f" at step {history.diverged_at}" if history.diverged_at is not None else ""))
+            if diverged
+            else "done"
+        )
     return record
 
 
-def stability_sweep(lrs=None, variants=("baseline", "qk_norm"), preset: str = "quick", seed: int = 0,
-                    device=None, *, steps: int | None = None, progress: bool = True) -> SweepResult:
+def stability_sweep(
+    lrs=None,
+    variants=("baseline", "qk_norm"),
+    preset: str = "quick",
+    seed: int = 0,
+    device=None,
+    *,
+    steps: int | None = None,
+    progress: bool = True,
+) -> SweepResult:
     """Train one tiny GPT per (variant, learning rate) and return their records as a SweepResult.
 
     lrs: the learning-rate grid (None: the preset's). variants: names from VARIANTS. preset: "quick",
@@ -423,8 +500,10 @@ def stability_sweep(lrs=None, variants=("baseline", "qk_norm"), preset: str = "q
             raise ValueError(f"variant must be one of {list(VARIANTS)}, got {v!r}")
     if device is None:
         if spec.device == "cuda" and not torch.cuda.is_available():
-            raise RuntimeError("the 'gpu' preset needs a CUDA GPU and none was found: use preset='quick' or 'auto' "
-                               "(or pass device='cpu' explicitly, which is slow)")
+            raise RuntimeError(
+                "the 'gpu' preset needs a CUDA GPU and none was found: use preset='quick' or 'auto' "
+                "(or pass device='cpu' explicitly, which is slow)"
+            )
         device = spec.device
     device = torch.device(device)
     records = []

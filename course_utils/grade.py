@@ -25,6 +25,7 @@ re-run gives identical grades. Exit status 0 when every submission got a row.
 Submissions are code. Run the grader as a separate user or in a container for a class you do not trust
 (docs/grading.md).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -68,8 +69,9 @@ def discover(arguments: list[str], skip: tuple = ()) -> list[Submission]:
     for argument in arguments:
         base = Path(argument)
         if base.is_dir():
-            notebooks = sorted(p for p in base.rglob("*.ipynb")
-                               if _visible(p.relative_to(base)) and p.is_file() and not p.is_symlink())
+            notebooks = sorted(
+                p for p in base.rglob("*.ipynb") if _visible(p.relative_to(base)) and p.is_file() and not p.is_symlink()
+            )
             holders = set()
             for nb in notebooks:
                 rel = nb.relative_to(base)
@@ -127,8 +129,13 @@ class State:
 
     def fresh(self, display: str, sha256: str, config: dict):
         entry = self.entries.get(display)
-        if entry and entry.get("sha256") == sha256 and entry.get("config") == config \
-                and entry.get("status") in STATUSES and _registry_unchanged(entry):
+        if (
+            entry
+            and entry.get("sha256") == sha256
+            and entry.get("config") == config
+            and entry.get("status") in STATUSES
+            and _registry_unchanged(entry)
+        ):
             return entry
         return None
 
@@ -189,9 +196,19 @@ def write_csv(results: list[dict], path: Path) -> None:
         writer.writerow(header)
         for r in results:
             earned = {i["column"]: _points(i["earned"]) for i in r["items"]}
-            writer.writerow([_cell(r["learner"]), _cell(r["exercise"]), r["status"], _points(r["total"]),
-                             _points(r["max"]), *[earned.get(c, "") for c in columns], _cell(r["reason"]),
-                             _cell(r["path"]), r["sha256"][:12]])
+            writer.writerow(
+                [
+                    _cell(r["learner"]),
+                    _cell(r["exercise"]),
+                    r["status"],
+                    _points(r["total"]),
+                    _points(r["max"]),
+                    *[earned.get(c, "") for c in columns],
+                    _cell(r["reason"]),
+                    _cell(r["path"]),
+                    r["sha256"][:12],
+                ]
+            )
     os.replace(tmp, path)
 
 
@@ -203,14 +220,21 @@ def feedback_markdown(learner: str, results: list[dict]) -> str:
     lines = [f"# Feedback for {learner}", ""]
     for r in results:
         title = r["exercise"] or "unknown exercise"
-        lines += [f"## {title}: {_points(r['total'])} / {_points(r['max'])} points", "",
-                  f"- Submission: `{r['path']}`", f"- Status: **{r['status']}**: {r['reason']}", ""]
+        lines += [
+            f"## {title}: {_points(r['total'])} / {_points(r['max'])} points",
+            "",
+            f"- Submission: `{r['path']}`",
+            f"- Status: **{r['status']}**: {r['reason']}",
+            "",
+        ]
         if r["items"]:
             lines += ["| check | points | verdict |", "|---|---|---|"]
             for item in r["items"]:
                 verdict = item["text"].splitlines()[0] if item["text"] else item["status"]
-                lines.append(f"| {item['column']} | {_points(item['earned'])} / {_points(item['points'])} | "
-                             f"{verdict.replace('|', '/')} |")
+                lines.append(
+                    f"| {item['column']} | {_points(item['earned'])} / {_points(item['points'])} | "
+                    f"{verdict.replace('|', '/')} |"
+                )
             lines.append("")
             for item in r["items"]:
                 if item["earned"] < item["points"] and item["text"]:
@@ -221,7 +245,9 @@ def feedback_markdown(learner: str, results: list[dict]) -> str:
         if r["free_text"]:
             lines += ["### Your written answers (read by your instructor)", ""]
             for answer in r["free_text"]:
-                lines += [f"**{answer['prompt']}**", ""] + [f"> {line}" for line in answer["answer"].splitlines()] + [""]
+                lines += (
+                    [f"**{answer['prompt']}**", ""] + [f"> {line}" for line in answer["answer"].splitlines()] + [""]
+                )
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -252,18 +278,25 @@ def write_feedback(results: list[dict], folder: Path) -> None:
 def summary(results: list[dict], seconds: float, skipped: int) -> str:
     width = min(max([7] + [len(r["learner"]) for r in results]), 24)
     ex_width = min(max([8] + [len(r["exercise"]) for r in results]), 20)
-    lines = [f"{'learner':<{width}}  {'exercise':<{ex_width}}  {'points':>9}  {'status':<16}  reason",
-             f"{'-' * width}  {'-' * ex_width}  {'-' * 9}  {'-' * 16}  {'-' * 30}"]
+    lines = [
+        f"{'learner':<{width}}  {'exercise':<{ex_width}}  {'points':>9}  {'status':<16}  reason",
+        f"{'-' * width}  {'-' * ex_width}  {'-' * 9}  {'-' * 16}  {'-' * 30}",
+    ]
     for r in results:
         points = f"{_points(r['total'])}/{_points(r['max'])}"
-        lines.append(f"{r['learner'][:width]:<{width}}  {r['exercise'][:ex_width]:<{ex_width}}  {points:>9}  "
-                     f"{r['status']:<16}  {r['reason'][:70]}")
+        lines.append(
+            f"{r['learner'][:width]:<{width}}  {r['exercise'][:ex_width]:<{ex_width}}  {points:>9}  "
+            f"{r['status']:<16}  {r['reason'][:70]}"
+        )
     counts = {}
     for r in results:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
     lines.append("")
-    lines.append(f"{len(results)} submissions: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
-                 + f" ({skipped} unchanged, reused from the state file) in {seconds:.0f} s")
+    lines.append(
+        f"{len(results)} submissions: "
+        + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+        + f" ({skipped} unchanged, reused from the state file) in {seconds:.0f} s"
+    )
     return "\n".join(lines)
 
 
@@ -271,17 +304,25 @@ def summary(results: list[dict], seconds: float, skipped: int) -> str:
 # the command
 # ------------------------------------------------------------------------------------------------------
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m course_utils.grade", description=__doc__.splitlines()[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m course_utils.grade",
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("submissions", nargs="+", help="notebook files or folders of them")
     p.add_argument("--out", default="grades.csv", help="the gradebook CSV (default: grades.csv)")
     p.add_argument("--feedback", default=None, help="folder for the feedback files (default: feedback/ next to --out)")
     p.add_argument("--jobs", type=int, default=min(4, os.cpu_count() or 1), help="notebooks graded at once")
     p.add_argument("--timeout", type=int, default=300, help="seconds for a whole notebook (default 300)")
-    p.add_argument("--cell-timeout", type=int, default=60,
-                   help="seconds for one cell or one graded function call (default 60)")
-    p.add_argument("--seed", type=int, default=None,
-                   help="seed of the grader's inputs (default: the state file's, else a new random one)")
+    p.add_argument(
+        "--cell-timeout", type=int, default=60, help="seconds for one cell or one graded function call (default 60)"
+    )
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="seed of the grader's inputs (default: the state file's, else a new random one)",
+    )
     p.add_argument("--exercise", default=None, help="grade only this exercise id; others get wrong-exercise")
     p.add_argument("--force", action="store_true", help="grade again even unchanged, already graded submissions")
     return p
@@ -299,10 +340,21 @@ def main(argv=None) -> int:
     if not submissions:
         print("error: no notebooks found in " + " ".join(args.submissions), file=sys.stderr)
         return 2
-    seed = args.seed if args.seed is not None else state.seed if isinstance(state.seed, int) else secrets.randbelow(2**31 - 2) + 1
+    seed = (
+        args.seed
+        if args.seed is not None
+        else state.seed
+        if isinstance(state.seed, int)
+        else secrets.randbelow(2**31 - 2) + 1
+    )
     state.set_seed(seed)
-    config = {"seed": seed, "timeout": args.timeout, "cell_timeout": args.cell_timeout,
-              "exercise": args.exercise, "grader": GRADER_VERSION}
+    config = {
+        "seed": seed,
+        "timeout": args.timeout,
+        "cell_timeout": args.cell_timeout,
+        "exercise": args.exercise,
+        "grader": GRADER_VERSION,
+    }
     start = time.perf_counter()
     results, todo, skipped = {}, [], 0
     for sub in submissions:
@@ -318,10 +370,22 @@ def main(argv=None) -> int:
             results[sub.display] = reuse
             skipped += 1
         else:
-            todo.append({"path": str(sub.path), "display": sub.display, "learner": sub.learner, "sha256": sha,
-                         "copy_folder": sub.copy_folder, "seed": seed, "config": config, "exercise": args.exercise,
-                         "timeout": args.timeout, "cell_timeout": args.cell_timeout,
-                         "known_exercises": known_exercises(), "solutions": str(SOLUTIONS)})
+            todo.append(
+                {
+                    "path": str(sub.path),
+                    "display": sub.display,
+                    "learner": sub.learner,
+                    "sha256": sha,
+                    "copy_folder": sub.copy_folder,
+                    "seed": seed,
+                    "config": config,
+                    "exercise": args.exercise,
+                    "timeout": args.timeout,
+                    "cell_timeout": args.cell_timeout,
+                    "known_exercises": known_exercises(),
+                    "solutions": str(SOLUTIONS),
+                }
+            )
     interrupted = _grade_all(todo, max(1, args.jobs), state, results)
     rows = sorted(results.values(), key=lambda r: (r["learner"], r["exercise"], r["path"]))
     write_csv(rows, out)
@@ -329,16 +393,31 @@ def main(argv=None) -> int:
     print(summary(rows, time.perf_counter() - start, skipped))
     print(f"seed {seed}; gradebook {out}; feedback in {feedback}/")
     if interrupted:
-        print(f"interrupted: {len(todo) - interrupted} of {len(todo)} graded; run the same command again to resume",
-              file=sys.stderr)
+        print(
+            f"interrupted: {len(todo) - interrupted} of {len(todo)} graded; run the same command again to resume",
+            file=sys.stderr,
+        )
         return 130
     return 0 if all(r["status"] in STATUSES for r in rows) else 1
 
 
 def _folder_row(sub: Submission, seed: int, config: dict) -> dict:
-    return {"path": sub.display, "learner": sub.learner, "exercise": "", "status": "invalid-notebook",
-            "reason": "the learner's folder holds no .ipynb notebook", "sha256": "", "items": [], "total": 0.0,
-            "max": 0.0, "free_text": [], "cell_errors": [], "identified_by": "", "seed": seed, "config": config}
+    return {
+        "path": sub.display,
+        "learner": sub.learner,
+        "exercise": "",
+        "status": "invalid-notebook",
+        "reason": "the learner's folder holds no .ipynb notebook",
+        "sha256": "",
+        "items": [],
+        "total": 0.0,
+        "max": 0.0,
+        "free_text": [],
+        "cell_errors": [],
+        "identified_by": "",
+        "seed": seed,
+        "config": config,
+    }
 
 
 def _grade_all(todo: list, jobs: int, state: State, results: dict) -> int:
@@ -349,8 +428,9 @@ def _grade_all(todo: list, jobs: int, state: State, results: dict) -> int:
 
     pending = {t["display"] for t in todo}
     bar = tqdm(total=len(todo), desc="grading", unit="notebook", file=sys.stderr, dynamic_ncols=True)
-    pool = ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=get_context("spawn"),
-                               initializer=worker_init)
+    pool = ProcessPoolExecutor(
+        max_workers=min(jobs, len(todo)), mp_context=get_context("spawn"), initializer=worker_init
+    )
     try:
         futures = {pool.submit(grade_submission, task): task for task in todo}
         for future in as_completed(futures):
@@ -358,10 +438,22 @@ def _grade_all(todo: list, jobs: int, state: State, results: dict) -> int:
             try:
                 result = future.result()
             except Exception as exc:  # a worker process died: still a row
-                result = {"path": task["display"], "learner": task["learner"], "exercise": "", "status": "grader-error",
-                          "reason": f"the grading process failed: {type(exc).__name__}", "sha256": task["sha256"],
-                          "items": [], "total": 0.0, "max": 0.0, "free_text": [], "cell_errors": [],
-                          "identified_by": "", "seed": task["seed"], "config": task["config"]}
+                result = {
+                    "path": task["display"],
+                    "learner": task["learner"],
+                    "exercise": "",
+                    "status": "grader-error",
+                    "reason": f"the grading process failed: {type(exc).__name__}",
+                    "sha256": task["sha256"],
+                    "items": [],
+                    "total": 0.0,
+                    "max": 0.0,
+                    "free_text": [],
+                    "cell_errors": [],
+                    "identified_by": "",
+                    "seed": task["seed"],
+                    "config": task["config"],
+                }
             results[result["path"]] = result
             pending.discard(result["path"])
             if result["status"] in STATUSES:

@@ -20,6 +20,7 @@ wrong, but it cannot execute code or smuggle an object into the comparison.
 
 This file must stay self-contained (imports inside functions): the kernel runs its source text.
 """
+
 from __future__ import annotations
 
 import base64
@@ -32,9 +33,18 @@ MAX_TEXT = 10_000
 
 # dtype name -> (numpy dtype used for the bytes, itemsize). bfloat16 travels as float32 (exact).
 _STORAGE = {
-    "float64": ("<f8", 8), "float32": ("<f4", 4), "float16": ("<f2", 2), "bfloat16": ("<f4", 4),
-    "int64": ("<i8", 8), "int32": ("<i4", 4), "int16": ("<i2", 2), "int8": ("i1", 1), "uint8": ("u1", 1),
-    "bool": ("?", 1), "complex64": ("<c8", 8), "complex128": ("<c16", 16),
+    "float64": ("<f8", 8),
+    "float32": ("<f4", 4),
+    "float16": ("<f2", 2),
+    "bfloat16": ("<f4", 4),
+    "int64": ("<i8", 8),
+    "int32": ("<i4", 4),
+    "int16": ("<i2", 2),
+    "int8": ("i1", 1),
+    "uint8": ("u1", 1),
+    "bool": ("?", 1),
+    "complex64": ("<c8", 8),
+    "complex128": ("<c16", 16),
 }
 
 
@@ -122,8 +132,9 @@ def decode(data, depth: int = 0):
         return None
     if k == "unsupported" and keys == {"k", "type"} and type(data["type"]) is str:
         return Unsupported(data["type"][:200])
-    if keys != ({"k", "v"} if k in ("bool", "int", "float", "str", "list", "tuple", "dict")
-                else {"k", "dtype", "shape", "data"}):
+    if keys != (
+        {"k", "v"} if k in ("bool", "int", "float", "str", "list", "tuple", "dict") else {"k", "dtype", "shape", "data"}
+    ):
         raise FormatError(f"unexpected fields for {k!r}")
     v = data.get("v")
     if k == "bool" and type(v) is bool:
@@ -183,7 +194,8 @@ def _call(namespace, function_name, request):
     fn = namespace.get(function_name, _call)  # _call itself marks "missing"
     if fn is _call:
         defined = sorted(
-            name for name, value in list(namespace.items())
+            name
+            for name, value in list(namespace.items())
             if not name.startswith("_") and callable(value) and getattr(value, "__module__", "") == "__main__"
         )
         return {"status": "missing", "defined": defined[:50]}
@@ -207,8 +219,12 @@ def _call(namespace, function_name, request):
         try:
             results.append({"output": encode(output), "args_after": [encode(a) for a in args]})
         except Exception as exc:
-            results.append({"output": {"k": "unsupported", "type": f"a value that could not be read ({type(exc).__name__})"},
-                            "args_after": [encode(a) for a in args]})
+            results.append(
+                {
+                    "output": {"k": "unsupported", "type": f"a value that could not be read ({type(exc).__name__})"},
+                    "args_after": [encode(a) for a in args],
+                }
+            )
     return {"status": "ok", "results": results}
 
 

@@ -13,9 +13,10 @@ anything a learner did; it returns a plain dict (JSON-able, kept in the resume s
 The verdict never comes from the learner's kernel. The kernel only *runs* the learner's functions on
 inputs that the grader generated from its own seed (never seed 0, which the learner's notebook uses);
 the outputs come back as plain data (course_utils.grade_kernel) and are compared here, in this
-process, with the reference checks of course_utils.checks (course_utils.grade_judge). Whatever the notebook monkeypatches in its
-kernel (course_utils, the checks, torch, numpy, builtins) stays in that kernel.
+process, with the reference checks of course_utils.checks (course_utils.grade_judge). Whatever the notebook
+monkeypatches in its kernel (course_utils, the checks, torch, numpy, builtins) stays in that kernel.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -27,8 +28,8 @@ import os
 import re
 import shutil
 import signal
-import sys
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -73,8 +74,9 @@ def parse_notebook(raw: bytes):
     if not raw.strip():
         raise InvalidNotebook("the file is empty")
     if len(raw) > MAX_NOTEBOOK_BYTES:
-        raise InvalidNotebook(f"the file is {len(raw) / 2**20:.0f} MB (the grader reads at most "
-                              f"{MAX_NOTEBOOK_BYTES // 2**20} MB)")
+        raise InvalidNotebook(
+            f"the file is {len(raw) / 2**20:.0f} MB (the grader reads at most {MAX_NOTEBOOK_BYTES // 2**20} MB)"
+        )
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -105,8 +107,12 @@ def parse_notebook(raw: bytes):
 
 
 def _sniff(raw: bytes) -> str:
-    signatures = {b"%PDF": " (a PDF)", b"PK\x03\x04": " (a zip archive, e.g. .docx)", b"\x89PNG": " (a PNG image)",
-                  b"\xff\xd8\xff": " (a JPEG image)"}
+    signatures = {
+        b"%PDF": " (a PDF)",
+        b"PK\x03\x04": " (a zip archive, e.g. .docx)",
+        b"\x89PNG": " (a PNG image)",
+        b"\xff\xd8\xff": " (a JPEG image)",
+    }
     return next((name for sig, name in signatures.items() if raw.startswith(sig)), "")
 
 
@@ -165,7 +171,7 @@ def free_text_answers(nb, exercise: str, solutions: Path) -> list[dict]:
         at = next((i for i, c in enumerate(learner) if c.source.strip() == prompt), None)
         written = []
         if at is not None:
-            for c in learner[at + 1:]:
+            for c in learner[at + 1 :]:
                 if c.source.strip() in known and c.source.strip() != cell.source.strip():
                     break
                 if c.cell_type == "markdown":
@@ -218,9 +224,9 @@ def _course_grader_preamble(limit):
             return _original(text)
         stream.write = write
     import torch
-_course_grader_preamble(%d)
+_course_grader_preamble(STREAM_LIMIT)
 del _course_grader_preamble
-''' % STREAM_LIMIT
+'''.replace("STREAM_LIMIT", str(STREAM_LIMIT))
 
 
 def _grader_cell(source: str):
@@ -233,10 +239,16 @@ def _grader_cell(source: str):
 
 def _kernel_env() -> dict:
     env = dict(os.environ)
-    env.update({
-        "COURSE_DEVICE": "cpu", "PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-        "CUDA_VISIBLE_DEVICES": "", "COURSE_GRADING": "1",
-    })
+    env.update(
+        {
+            "COURSE_DEVICE": "cpu",
+            "PYTHONHASHSEED": "0",
+            "OMP_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1",
+            "CUDA_VISIBLE_DEVICES": "",
+            "COURSE_GRADING": "1",
+        }
+    )
     return env
 
 
@@ -266,8 +278,15 @@ async def _run_in_kernel(nb, workdir: Path, iodir: Path, items: list, seed: int,
         return max(1, math.ceil(limit))
 
     client = _client_class()(
-        nb, timeout_func=timeout_for, allow_errors=True, kernel_name="python3", record_timing=False,
-        store_widget_state=False, shutdown_kernel="immediate", iopub_timeout=10, startup_timeout=STARTUP_TIMEOUT,
+        nb,
+        timeout_func=timeout_for,
+        allow_errors=True,
+        kernel_name="python3",
+        record_timing=False,
+        store_widget_state=False,
+        shutdown_kernel="immediate",
+        iopub_timeout=10,
+        startup_timeout=STARTUP_TIMEOUT,
     )
     client.grader_notes = {}
     answers, stop, running = {}, None, {"item": None}
@@ -283,8 +302,9 @@ async def _run_in_kernel(nb, workdir: Path, iodir: Path, items: list, seed: int,
     current_call = {"text": f"the kernel did not start within {STARTUP_TIMEOUT} s"}
     kernel = None
     try:
-        async with client.async_setup_kernel(cwd=str(workdir), env=_kernel_env(),
-                                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL):
+        async with client.async_setup_kernel(
+            cwd=str(workdir), env=_kernel_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        ):
             kernel = client.km
             _KERNELS.add(kernel)
             index = None
@@ -298,8 +318,10 @@ async def _run_in_kernel(nb, workdir: Path, iodir: Path, items: list, seed: int,
                 index = None
                 current = "the grader's set-up"
                 current_call["text"] = f"the grader's set-up did not finish within {limits['cell_timeout']} s"
-                setup = (f"_course_grader = {{'__name__': 'course_grader_kernel'}}\n"
-                         f"exec(compile({grade_kernel.kernel_source()!r}, '<course grader>', 'exec'), _course_grader)\n")
+                setup = (
+                    f"_course_grader = {{'__name__': 'course_grader_kernel'}}\n"
+                    f"exec(compile({grade_kernel.kernel_source()!r}, '<course grader>', 'exec'), _course_grader)\n"
+                )
                 nb.cells.append(_grader_cell(setup))
                 state["deadline"] = None  # graded calls have their own limit per call
                 await client.async_execute_cell(nb.cells[-1], len(nb.cells) - 1)
@@ -310,13 +332,16 @@ async def _run_in_kernel(nb, workdir: Path, iodir: Path, items: list, seed: int,
                         continue
                     request_path, answer_path = iodir / f"request{number}.json", iodir / f"answer{number}.json"
                     request_path.write_text(json.dumps(request), encoding="utf-8")
-                    source = (f"_course_grader['call_learner_function'](globals(), {graded.function!r}, "
-                              f"{str(request_path)!r}, {str(answer_path)!r})")
+                    source = (
+                        f"_course_grader['call_learner_function'](globals(), {graded.function!r}, "
+                        f"{str(request_path)!r}, {str(answer_path)!r})"
+                    )
                     nb.cells.append(_grader_cell(source))
                     current = f"`{graded.function}`"
                     running["item"] = number
-                    current_call["text"] = (f"`{graded.function}` did not return within {limits['cell_timeout']} s "
-                                            "on the grader's inputs")
+                    current_call["text"] = (
+                        f"`{graded.function}` did not return within {limits['cell_timeout']} s on the grader's inputs"
+                    )
                     await client.async_execute_cell(nb.cells[-1], len(nb.cells) - 1)
                     answers[number] = _read_answer(answer_path, client.grader_notes.get(len(nb.cells) - 1))
                     running["item"] = None
@@ -324,14 +349,18 @@ async def _run_in_kernel(nb, workdir: Path, iodir: Path, items: list, seed: int,
                 learner_index = None if index is None else index - first_learner_cell
                 stop = _Stop("timeout", describe_timeout(learner_index))
             except DeadKernelError:
-                stop = _Stop("kernel-died", f"the kernel died while running {current} "
-                                            "(os._exit, a crash such as a segfault, or memory)")
+                stop = _Stop(
+                    "kernel-died",
+                    f"the kernel died while running {current} (os._exit, a crash such as a segfault, or memory)",
+                )
     except _Stop as exc:
         stop = exc
     except Exception as exc:  # the kernel did not start, or its messages stopped making sense
         if stop is None:
-            stop = _Stop("kernel-died", f"the kernel stopped answering properly during {current} "
-                                        f"({type(exc).__name__}: {str(exc)[:100]})")
+            stop = _Stop(
+                "kernel-died",
+                f"the kernel stopped answering properly during {current} ({type(exc).__name__}: {str(exc)[:100]})",
+            )
     finally:
         _KERNELS.discard(kernel)
     errors = []
@@ -427,9 +456,20 @@ def grade_submission(task: dict) -> dict:
     start = time.perf_counter()
     path = Path(task["path"])
     result = {
-        "path": task["display"], "learner": task["learner"], "exercise": "", "status": "", "reason": "",
-        "sha256": task.get("sha256", ""), "items": [], "total": 0.0, "max": 0.0, "free_text": [],
-        "cell_errors": [], "identified_by": "", "seed": task["seed"], "config": task["config"],
+        "path": task["display"],
+        "learner": task["learner"],
+        "exercise": "",
+        "status": "",
+        "reason": "",
+        "sha256": task.get("sha256", ""),
+        "items": [],
+        "total": 0.0,
+        "max": 0.0,
+        "free_text": [],
+        "cell_errors": [],
+        "identified_by": "",
+        "seed": task["seed"],
+        "config": task["config"],
     }
     try:
         _grade_into(result, path, task)
@@ -454,12 +494,16 @@ def _grade_into(result: dict, path: Path, task: dict) -> None:
     exercise, how = identify_exercise(nb, path, task["known_exercises"])
     result["identified_by"] = how
     if exercise is None:
-        result.update(status="wrong-exercise", reason="cannot tell which exercise this is (no course metadata, "
-                                                      "and the file name names none)")
+        result.update(
+            status="wrong-exercise",
+            reason="cannot tell which exercise this is (no course metadata, and the file name names none)",
+        )
         return
     if not EXERCISE_ID.fullmatch(exercise):
-        result.update(status="wrong-exercise", reason=f"the notebook's metadata names no exercise of this course "
-                                                      f"({exercise[:40]!r})")
+        result.update(
+            status="wrong-exercise",
+            reason=f"the notebook's metadata names no exercise of this course ({exercise[:40]!r})",
+        )
         return
     result["exercise"] = exercise
     wanted = task.get("exercise")
@@ -469,13 +513,23 @@ def _grade_into(result: dict, path: Path, task: dict) -> None:
     try:
         items = load_registry(exercise)
     except (ImportError, KeyError, AttributeError) as exc:
-        result.update(status="wrong-exercise", reason=f"no graded checks are registered for {exercise!r} "
-                                                      f"({type(exc).__name__})")
+        result.update(
+            status="wrong-exercise", reason=f"no graded checks are registered for {exercise!r} ({type(exc).__name__})"
+        )
         return
     result["max"] = float(sum(graded.points for _, graded, _ in items))
-    result["items"] = [{"column": column_name(exercise, g.check), "check": g.check, "function": g.function,
-                        "points": float(g.points), "earned": 0.0, "status": "not-graded", "text": ""}
-                       for _, g, _ in items]
+    result["items"] = [
+        {
+            "column": column_name(exercise, g.check),
+            "check": g.check,
+            "function": g.function,
+            "points": float(g.points),
+            "earned": 0.0,
+            "status": "not-graded",
+            "text": "",
+        }
+        for _, g, _ in items
+    ]
     result["free_text"] = free_text_answers(nb, exercise, Path(task["solutions"]))
 
     root = Path(tempfile.mkdtemp(prefix="course-grade-"))

@@ -10,6 +10,7 @@ In Jupyter the step objects render as a numbered derivation in LaTeX, the way yo
 paper. Numbers are exact while they can be: inputs become Fractions (0.1 is read as 1/10, not as the
 nearest binary float), and a square root is simplified to a·√b with b square-free (√20 = 2√5).
 """
+
 from __future__ import annotations
 
 import math
@@ -73,7 +74,7 @@ def _square_free_split(n: int):
     return k, m
 
 
-def exact_sqrt(q) -> "Surd | float":
+def exact_sqrt(q) -> Surd | float:
     """√q for a non-negative rational q, as a Surd; a plain float when q is too large to factor quickly."""
     q = Fraction(q)
     if q < 0:
@@ -121,7 +122,11 @@ def _mean_latex(total, n, mean) -> str:
     """'\\frac{20}{4} = 5', but just '\\frac{55}{6}' when the fraction does not simplify."""
     raw = rf"\frac{{{_frac_latex(total)}}}{{{n}}}"
     simplified = _frac_latex(mean)
-    return raw if Fraction(total).denominator == 1 and Fraction(total, n) == mean and mean.denominator == n else f"{raw} = {simplified}"
+    return (
+        raw
+        if Fraction(total).denominator == 1 and Fraction(total, n) == mean and mean.denominator == n
+        else f"{raw} = {simplified}"
+    )
 
 
 def _paren(q) -> str:
@@ -156,7 +161,7 @@ class LayerNormSteps:
     mean: Fraction
     deviations: tuple
     variance: Fraction  # biased: divide by n
-    std: "Surd | float"  # sqrt(variance + eps)
+    std: Surd | float  # sqrt(variance + eps)
     normalized: list
 
     def _repr_markdown_(self) -> str:
@@ -165,7 +170,7 @@ class LayerNormSteps:
         total = sum(self.values)
         dev_terms = ", ".join(f"{_frac_latex(v)} - {_paren(self.mean)}" for v in self.values)
         squares = " + ".join(f"{_paren(d)}^2" for d in self.deviations)
-        eps_part = "" if self.eps == 0 else f" + \\epsilon"
+        eps_part = "" if self.eps == 0 else " + \\epsilon"
         std_value = f"{float(self.std):.4f}"
         lines = [
             f"**LayerNorm by hand** for $x = [{xs}]$ (n = {n}{'' if self.eps == 0 else f', ε = {float(self.eps):g}'})",
@@ -198,7 +203,7 @@ class RMSNormSteps:
     eps: Fraction
     squares: tuple
     mean_square: Fraction
-    rms: "Surd | float"  # sqrt(mean_square + eps)
+    rms: Surd | float  # sqrt(mean_square + eps)
     normalized: list
 
     def _repr_markdown_(self) -> str:

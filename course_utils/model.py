@@ -12,6 +12,7 @@ Where the norm sits in a block (F is attention or the MLP):
 The rest is deliberately plain: token embedding, RoPE inside attention (no learned positions),
 a GELU MLP, no biases in the linear layers, weights drawn from N(0, 0.02).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -45,8 +46,12 @@ class GPTConfig:
     init_std: float = 0.02
 
     def __post_init__(self):
-        choices = {"norm": ("layernorm", "rmsnorm"), "placement": ("pre", "post", "peri"),
-                   "qk_norm": (None, "head", "full"), "norm_impl": ("torch", "course")}
+        choices = {
+            "norm": ("layernorm", "rmsnorm"),
+            "placement": ("pre", "post", "peri"),
+            "qk_norm": (None, "head", "full"),
+            "norm_impl": ("torch", "course"),
+        }
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"GPTConfig.{name} must be one of {allowed}, got {getattr(self, name)!r}")

@@ -6,6 +6,7 @@ executes each notebook in place, top to bottom, in a fresh kernel of this Python
 outputs deterministically: no timing metadata, no widget state, and no widget model ids (random
 UUIDs). A widget output keeps its plain-text fallback, so a second execute changes nothing.
 """
+
 from __future__ import annotations
 
 import os
@@ -59,7 +60,12 @@ def execute(path, timeout: int = 600) -> float:
     nb = read(path)
     os.environ.setdefault("PYTHONHASHSEED", "0")
     client = NotebookClient(
-        nb, timeout=timeout, kernel_name="python3", record_timing=False, store_widget_state=False, coalesce_streams=True,
+        nb,
+        timeout=timeout,
+        kernel_name="python3",
+        record_timing=False,
+        store_widget_state=False,
+        coalesce_streams=True,
         resources={"metadata": {"path": str(path.parent)}},
     )
     start = time.perf_counter()

@@ -16,6 +16,7 @@ cheaper. The script also lists the ATen operators each call dispatches, which ex
 a fused kernel reads the tensor once, a chain of elementwise operators reads and writes it per step.
 Chapter 02 and benchmarks/bench_norm_cost.py both use this module.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -49,8 +50,9 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def measure_norm_cost(shape=(8, 512, 768), dtype=torch.float32, device="cpu", rounds: int = 25,
-                      warmup: int = 3, seed: int = 0) -> dict:
+def measure_norm_cost(
+    shape=(8, 512, 768), dtype=torch.float32, device="cpu", rounds: int = 25, warmup: int = 3, seed: int = 0
+) -> dict:
     """Median seconds per call of each norm, and time(LayerNorm) / time(RMSNorm) for each pair.
 
     Returns {"shape", "dtype", "device", "threads", "rounds", "seconds": {call: median s},
@@ -75,8 +77,13 @@ def measure_norm_cost(shape=(8, 512, 768), dtype=torch.float32, device="cpu", ro
     seconds = {name: statistics.median(ts) for name, ts in times.items()}
     ratios = {pair: seconds[ln] / seconds[rms] for pair, (ln, rms) in PAIRS.items()}
     return {
-        "shape": tuple(shape), "dtype": dtype, "device": str(device), "threads": torch.get_num_threads(),
-        "rounds": rounds, "seconds": seconds, "ratios": ratios,
+        "shape": tuple(shape),
+        "dtype": dtype,
+        "device": str(device),
+        "threads": torch.get_num_threads(),
+        "rounds": rounds,
+        "seconds": seconds,
+        "ratios": ratios,
     }
 
 

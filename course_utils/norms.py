@@ -14,6 +14,7 @@ shapes, dtypes and eps values.
 statistics of exactly these numbers, not an estimate of a population's. Only BatchNorm's running
 variance, which *is* such an estimate, uses n - 1.
 """
+
 from __future__ import annotations
 
 import math
@@ -35,11 +36,12 @@ def _check_input(x, name: str) -> None:
         raise TypeError(f"{name}: x must be a torch.Tensor, got {type(x).__name__}")
     if not x.is_floating_point():
         raise TypeError(
-            f"{name}: x has dtype {x.dtype}, but normalization needs a floating-point tensor "
-            f"(convert with x.float())"
+            f"{name}: x has dtype {x.dtype}, but normalization needs a floating-point tensor (convert with x.float())"
         )
     if x.dim() == 0:
-        raise ValueError(f"{name}: x is a 0-d tensor (a single number); it needs at least one dimension to normalize over")
+        raise ValueError(
+            f"{name}: x is a 0-d tensor (a single number); it needs at least one dimension to normalize over"
+        )
 
 
 def _check_eps(eps, name: str) -> None:
@@ -139,7 +141,9 @@ def batch_norm(
     _check_input(x, "batch_norm")
     _check_eps(eps, "batch_norm")
     if x.dim() not in (2, 3):
-        raise ValueError(f"batch_norm: x must be (N, D) or (N, T, D), got a {x.dim()}-d tensor of shape {tuple(x.shape)}")
+        raise ValueError(
+            f"batch_norm: x must be (N, D) or (N, T, D), got a {x.dim()}-d tensor of shape {tuple(x.shape)}"
+        )
     features = x.shape[-1]
     _check_param(weight, "weight", features, "batch_norm")
     _check_param(bias, "bias", features, "batch_norm")
@@ -156,7 +160,8 @@ def batch_norm(
     if training:
         if count < 2:
             raise ValueError(
-                f"batch_norm: training mode needs more than 1 value per feature to compute a variance, got input shape {tuple(x.shape)}"
+                "batch_norm: training mode needs more than 1 value per feature to compute a variance, got input "
+                f"shape {tuple(x.shape)}"
             )
         mean = h.mean(dim=dims)
         var = ((h - mean) ** 2).mean(dim=dims)  # biased, used to normalize
@@ -228,8 +233,14 @@ class BatchNorm(nn.Module):
 
     def forward(self, x):
         return batch_norm(
-            x, self.running_mean, self.running_var, self.weight, self.bias,
-            training=self.training, momentum=self.momentum, eps=self.eps,
+            x,
+            self.running_mean,
+            self.running_var,
+            self.weight,
+            self.bias,
+            training=self.training,
+            momentum=self.momentum,
+            eps=self.eps,
         )
 
     def extra_repr(self):

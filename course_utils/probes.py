@@ -18,6 +18,7 @@ outside a `with` block is exactly the plain model: no hook, no flag checked, not
 `block_grad_norms(model)` reads the same per-block gradient norms straight from `.grad` after a
 backward pass (no hooks); the tests check both against torch.autograd.grad.
 """
+
 from __future__ import annotations
 
 import math
@@ -26,8 +27,12 @@ import torch
 from torch import nn
 
 __all__ = [
-    "block_grad_norms", "GradNormProbe", "HiddenNormProbe", "AttentionProbe",
-    "gradient_profile", "hidden_norm_profile",
+    "block_grad_norms",
+    "GradNormProbe",
+    "HiddenNormProbe",
+    "AttentionProbe",
+    "gradient_profile",
+    "hidden_norm_profile",
 ]
 
 
@@ -67,7 +72,7 @@ class GradNormProbe:
     def reset(self) -> None:
         self._squares = [0.0] * len(_blocks(self.model))
 
-    def __enter__(self) -> "GradNormProbe":
+    def __enter__(self) -> GradNormProbe:
         self.reset()
         for i, block in enumerate(_blocks(self.model)):
             for p in _select(block, self.part):
@@ -77,6 +82,7 @@ class GradNormProbe:
     def _hook(self, i: int):
         def add(grad: torch.Tensor):
             self._squares[i] += float(grad.detach().float().pow(2).sum())
+
         return add
 
     def __exit__(self, *exc) -> None:
@@ -107,13 +113,14 @@ class HiddenNormProbe:
     def _rms(t: torch.Tensor) -> float:
         return float(t.detach().float().pow(2).mean().sqrt())
 
-    def __enter__(self) -> "HiddenNormProbe":
+    def __enter__(self) -> HiddenNormProbe:
         self.norms = [math.nan] * (len(_blocks(self.model)) + 1)
         self.final = None
 
         def record(index):
             def hook(_module, _inputs, output):
                 self.norms[index] = self._rms(output)
+
             return hook
 
         self._handles.append(self.model.embed.register_forward_hook(record(0)))
@@ -121,8 +128,10 @@ class HiddenNormProbe:
             self._handles.append(block.register_forward_hook(record(i)))
         norm_f = getattr(self.model, "norm_f", None)
         if norm_f is not None and not isinstance(norm_f, nn.Identity):
+
             def final(_module, _inputs, output):
                 self.final = self._rms(output)
+
             self._handles.append(norm_f.register_forward_hook(final))
         return self
 
@@ -144,7 +153,7 @@ class AttentionProbe:
         self.layers = model.attention_layers()
         self._before: list = []
 
-    def __enter__(self) -> "AttentionProbe":
+    def __enter__(self) -> AttentionProbe:
         self._before = [layer.record for layer in self.layers]
         for layer in self.layers:
             layer.record, layer.stats = True, {}

@@ -4,6 +4,7 @@
 <details> block (readable in any static rendering), and, in a live session, radio buttons with a
 "Check" button that explains why an answer is right or wrong.
 """
+
 from __future__ import annotations
 
 from .checks import MultipleChoice
@@ -38,8 +39,9 @@ def show_quiz(questions) -> None:
             continue
         from .widgets import widget_bundle
 
-        radio = w.RadioButtons(options=[(f"({k}) {v}", k) for k, v in q.choices.items()], value=None,
-                               layout=w.Layout(width="auto"))
+        radio = w.RadioButtons(
+            options=[(f"({k}) {v}", k) for k, v in q.choices.items()], value=None, layout=w.Layout(width="auto")
+        )
         button = w.Button(description="Check", button_style="primary")
         result = w.HTML()
 
@@ -48,4 +50,6 @@ def show_quiz(questions) -> None:
 
         button.on_click(on_click)
         box = w.VBox([radio, w.HBox([button, result])])
-        display(widget_bundle(box, f"[Answer box for question {i}: run this cell in JupyterLab to answer it.]"), raw=True)
+        display(
+            widget_bundle(box, f"[Answer box for question {i}: run this cell in JupyterLab to answer it.]"), raw=True
+        )

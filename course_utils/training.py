@@ -9,6 +9,7 @@ mean attention entropy of each layer. A run whose loss stops being finite is sto
 The progress bar is plain text on stderr, redrawn with carriage returns and free of timings, so a
 notebook's stored output is the same on every run (nbval collapses the redraws to the final line).
 """
+
 from __future__ import annotations
 
 import math
@@ -96,8 +97,9 @@ def _autocast(device: torch.device, amp: bool):
     return nullcontext()
 
 
-def train(model, corpus, cfg: TrainConfig, label: str = "", device=None, progress: bool = True,
-          callback=None) -> History:
+def train(
+    model, corpus, cfg: TrainConfig, label: str = "", device=None, progress: bool = True, callback=None
+) -> History:
     """Train `model` on `corpus` for cfg.steps steps; returns its History.
 
     callback(step, model, loss), if given, runs after each backward pass and before the optimizer
@@ -124,8 +126,8 @@ def train(model, corpus, cfg: TrainConfig, label: str = "", device=None, progres
         value = loss.item()
         if probe and layers:
             history.probe_steps.append(step)
-            history.max_logit.append(max(float(l.stats["max_logit"].max()) for l in layers))
-            history.entropy.append(sum(float(l.stats["entropy"].mean()) for l in layers) / len(layers))
+            history.max_logit.append(max(float(layer.stats["max_logit"].max()) for layer in layers))
+            history.entropy.append(sum(float(layer.stats["entropy"].mean()) for layer in layers) / len(layers))
         if not math.isfinite(value):
             history.diverged, history.diverged_at = True, step
             break
@@ -148,8 +150,16 @@ def train(model, corpus, cfg: TrainConfig, label: str = "", device=None, progres
 
 
 @torch.no_grad()
-def evaluate(model, corpus, batch_size: int = 64, block_size: int = 64, batches: int = 4, seed: int = 1234,
-             device=None, amp: bool = False) -> float:
+def evaluate(
+    model,
+    corpus,
+    batch_size: int = 64,
+    block_size: int = 64,
+    batches: int = 4,
+    seed: int = 1234,
+    device=None,
+    amp: bool = False,
+) -> float:
     """Mean validation loss over a fixed set of batches (the same batches for every model)."""
     device = torch.device(device) if device is not None else next(model.parameters()).device
     model.eval()

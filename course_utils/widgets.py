@@ -5,10 +5,11 @@ rendering on GitHub, nbviewer or a PDF shows), and the controls sit below it. Mo
 redraws that *same* output in place through a display handle, so a live JupyterLab session gets an
 interactive plot and a static copy still gets a picture and a readout.
 """
+
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 
@@ -18,7 +19,11 @@ __all__ = ["live_figure", "widget_bundle", "layer_norm_explorer"]
 def widget_bundle(widget, fallback: str) -> dict:
     """A display bundle for a widget whose plain-text fallback is `fallback` instead of the widget's repr."""
     return {
-        "application/vnd.jupyter.widget-view+json": {"version_major": 2, "version_minor": 0, "model_id": widget.model_id},
+        "application/vnd.jupyter.widget-view+json": {
+            "version_major": 2,
+            "version_minor": 0,
+            "model_id": widget.model_id,
+        },
         "text/plain": fallback,
     }
 
@@ -29,8 +34,8 @@ def live_figure(draw: Callable, controls: dict, describe: Callable | None = None
     draw(**values) returns a matplotlib Figure; describe(**values), if given, returns a Markdown
     readout shown under the figure and updated with it. Returns the controls' container widget.
     """
-    import matplotlib.pyplot as plt
     import ipywidgets as w
+    import matplotlib.pyplot as plt
     from IPython.display import Markdown, display
 
     def values():
@@ -52,7 +57,10 @@ def live_figure(draw: Callable, controls: dict, describe: Callable | None = None
         c.observe(redraw, names="value")
     box = w.HBox(list(controls.values()), layout=layout or w.Layout(flex_flow="row wrap"))
     names = ", ".join(controls)
-    display(widget_bundle(box, f"[Controls: {names}. Run this cell in JupyterLab to move them; the figure above redraws.]"), raw=True)
+    display(
+        widget_bundle(box, f"[Controls: {names}. Run this cell in JupyterLab to move them; the figure above redraws.]"),
+        raw=True,
+    )
     return box
 
 
@@ -118,8 +126,9 @@ def _vector_explorer(values, extras: dict, eps: float, draw, describe):
         for i, v in enumerate(values)
     }
     controls.update(extras)
-    controls["eps"] = w.FloatLogSlider(value=eps, base=10, min=-8, max=2, step=0.5, description="ε (eps)",
-                                       readout_format=".0e", style=_STYLE)
+    controls["eps"] = w.FloatLogSlider(
+        value=eps, base=10, min=-8, max=2, step=0.5, description="ε (eps)", readout_format=".0e", style=_STYLE
+    )
     n = len(values)
 
     def unpack(**kw):
@@ -173,7 +182,14 @@ def draw_rms_norm(values, shift=0.0, gain=1.0, eps=1e-6):
     a.legend(loc="best", fontsize=8)
     width = 0.38
     b.bar([p - width / 2 for p in pos], rms_out.tolist(), width, color="#0072B2", zorder=2, label="RMSNorm: g·x / RMS")
-    b.bar([p + width / 2 for p in pos], ln_out.tolist(), width, color="#D55E00", zorder=2, label="LayerNorm: g·(x − mean) / std")
+    b.bar(
+        [p + width / 2 for p in pos],
+        ln_out.tolist(),
+        width,
+        color="#D55E00",
+        zorder=2,
+        label="LayerNorm: g·(x − mean) / std",
+    )
     b.set_xticks(pos, labels)
     b.set_title(f"outputs, gain g = {gain:.2f}, ε = {eps:.0e}")
     b.set_ylabel("value")
@@ -192,10 +208,7 @@ def describe_rms_norm(values, shift=0.0, gain=1.0, eps=1e-6) -> str:
     def fmt(t):
         return "[" + ", ".join(f"{v + 0.0:.3f}" for v in t.tolist()) + "]"
 
-    return (
-        f"x + c = [{xs}] → RMS = {rms:.3f}, mean = {mean:.3f}; "
-        f"RMSNorm = {fmt(rms_out)}; LayerNorm = {fmt(ln_out)}"
-    )
+    return f"x + c = [{xs}] → RMS = {rms:.3f}, mean = {mean:.3f}; RMSNorm = {fmt(rms_out)}; LayerNorm = {fmt(ln_out)}"
 
 
 def rms_norm_explorer(values=(4.0, 6.0, 2.0, 8.0), shift=0.0, gain=1.0, eps=1e-6):

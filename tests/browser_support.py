@@ -18,6 +18,7 @@ The browser is the learner's own (Debian's chromium, Google Chrome, ...): Playwr
 is neither needed nor used. This file imports only the standard library at the top, so any Python 3 can run
 its command line before .venv exists.
 """
+
 from __future__ import annotations
 
 import json
@@ -37,8 +38,14 @@ ROOT = Path(__file__).resolve().parent.parent
 SCREENSHOTS = ROOT / "artifacts" / "screenshots"
 
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
     "--disable-dev-shm-usage",
 ]
 
@@ -47,23 +54,27 @@ STDERR_MIME = "application/vnd.jupyter.stderr"
 # The plain-text fallbacks the course stores in place of a live widget (see course_utils.widgets):
 # "[Controls: ...]" under a live figure, "[Answer box for question N ...]" under a check question.
 # A bare ipywidgets repr (e.g. "FloatSlider(value=1.0, ...)") also means "a widget was displayed here".
-WIDGET_FALLBACK = re.compile(r"^\[(Controls|Answer box)\b|^[A-Z]\w*(Slider|Box|Dropdown|Button|Buttons|Checkbox|Output|Text|interactive)\(")
+WIDGET_FALLBACK = re.compile(
+    r"^\[(Controls|Answer box)\b|^[A-Z]\w*(Slider|Box|Dropdown|Button|Buttons|Checkbox|Output|Text|interactive)\("
+)
 
 
 # --------------------------------------------------------------------------------------------------
 # can the suite run here?  One rule, used by `make browser-deps` (through main() below) and the tests
 # --------------------------------------------------------------------------------------------------
-SKIP_ENV = "COURSE_SKIP_BROWSER"          # 1: skip the browser tests on purpose
-CHROMIUM_ENV = "COURSE_CHROMIUM"          # a Chromium/Chrome binary (a path, or a name on PATH); nothing else is tried
-REQUIRE_ENV = "COURSE_REQUIRE_BROWSER"    # 1: a missing browser fails (CI); 0: never required, even under CI=true
+SKIP_ENV = "COURSE_SKIP_BROWSER"  # 1: skip the browser tests on purpose
+CHROMIUM_ENV = "COURSE_CHROMIUM"  # a Chromium/Chrome binary (a path, or a name on PATH); nothing else is tried
+REQUIRE_ENV = "COURSE_REQUIRE_BROWSER"  # 1: a missing browser fails (CI); 0: never required, even under CI=true
 SEARCH_ROOT_ENV = "COURSE_BROWSER_SEARCH_ROOT"  # for this file's own tests: prefix of the fixed places below
 
 # Looked for in this order (after COURSE_CHROMIUM): these names on PATH, then the fixed places (for a PATH that
 # lacks them, e.g. under sudo or cron), then the macOS application bundles, system-wide and in ~/Applications.
 BROWSER_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 LINUX_PLACES = tuple(f"/usr/bin/{name}" for name in BROWSER_NAMES) + ("/snap/bin/chromium", "/opt/google/chrome/chrome")
-MACOS_BUNDLES = ("Applications/Google Chrome.app/Contents/MacOS/Google Chrome",
-                 "Applications/Chromium.app/Contents/MacOS/Chromium")
+MACOS_BUNDLES = (
+    "Applications/Google Chrome.app/Contents/MacOS/Google Chrome",
+    "Applications/Chromium.app/Contents/MacOS/Chromium",
+)
 PROBE_TIMEOUT = 30.0  # seconds for `<browser> --version`; a cold Chrome start on a busy laptop takes a few
 
 TRUE_WORDS = {"1", "true", "yes", "on"}
@@ -116,8 +127,15 @@ def probe_browser(path: str, timeout: float = PROBE_TIMEOUT) -> tuple[bool, str]
     if not os.access(path, os.X_OK):
         return False, "not executable"
     try:
-        done = subprocess.run([path, "--version"], check=False, capture_output=True, text=True, errors="replace",
-                              timeout=timeout, stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            [path, "--version"],
+            check=False,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
     except subprocess.TimeoutExpired:
         return False, f"`--version` did not answer within {timeout:.0f} s"
     except OSError as exc:
@@ -130,11 +148,11 @@ def probe_browser(path: str, timeout: float = PROBE_TIMEOUT) -> tuple[bool, str]
 
 @dataclass
 class BrowserSearch:
-    path: str | None = None         # the browser to use, None when none works
-    version: str = ""               # what it answered to --version
-    named: str | None = None        # COURSE_CHROMIUM, when set (then it is the only candidate)
+    path: str | None = None  # the browser to use, None when none works
+    version: str = ""  # what it answered to --version
+    named: str | None = None  # COURSE_CHROMIUM, when set (then it is the only candidate)
     looked_at: list = field(default_factory=list)
-    rejected: list = field(default_factory=list)   # "path: why" for candidates that exist but do not work
+    rejected: list = field(default_factory=list)  # "path: why" for candidates that exist but do not work
 
 
 def find_browser(env=None, probe=probe_browser) -> BrowserSearch:
@@ -172,22 +190,36 @@ def missing_browser_banner(search: BrowserSearch, required: str | None) -> str:
     import textwrap
 
     if required:
-        head = [f"BROWSER TESTS CANNOT RUN: no Chromium or Google Chrome was found, and {required} requires them.",
-                "`make test` fails until one is installed (CI must never skip the browser tests). Fix it with one of:"]
-        tail = ([f"To skip them on purpose anyway: unset {REQUIRE_ENV} and set {SKIP_ENV}=1."]
-                if required.startswith(REQUIRE_ENV) else
-                [f"To skip them on purpose anyway: {SKIP_ENV}=1 make test (or {REQUIRE_ENV}=0 for a loud skip)."])
+        head = [
+            f"BROWSER TESTS CANNOT RUN: no Chromium or Google Chrome was found, and {required} requires them.",
+            "`make test` fails until one is installed (CI must never skip the browser tests). Fix it with one of:",
+        ]
+        tail = (
+            [f"To skip them on purpose anyway: unset {REQUIRE_ENV} and set {SKIP_ENV}=1."]
+            if required.startswith(REQUIRE_ENV)
+            else [f"To skip them on purpose anyway: {SKIP_ENV}=1 make test (or {REQUIRE_ENV}=0 for a loud skip)."]
+        )
     else:
-        head = ["BROWSER TESTS SKIPPED: no Chromium or Google Chrome was found on this machine.",
-                "Every other test still runs; only tests/test_browser.py (each chapter opened in JupyterLab in a",
-                "real browser) is skipped. To run it, do one of:"]
+        head = [
+            "BROWSER TESTS SKIPPED: no Chromium or Google Chrome was found on this machine.",
+            "Every other test still runs; only tests/test_browser.py (each chapter opened in JupyterLab in a",
+            "real browser) is skipped. To run it, do one of:",
+        ]
         tail = [f"To skip the browser tests on purpose and silence this message: {SKIP_ENV}=1 make test"]
-    fixes = ["  * Debian:      sudo apt-get install chromium   (`make test` does it itself when run as root)",
-             "  * Ubuntu:      sudo snap install chromium, or Google Chrome's .deb from https://www.google.com/chrome/",
-             "  * macOS:       install Google Chrome (https://www.google.com/chrome/) into /Applications",
-             f"  * any system:  {CHROMIUM_ENV}=/path/to/chromium-or-chrome make test"]
-    places = (", ".join(BROWSER_NAMES) + " on PATH; " + ", ".join(LINUX_PLACES) + "; "
-              + ", ".join("/" + p for p in MACOS_BUNDLES) + " (and the same under ~/Applications).")
+    fixes = [
+        "  * Debian:      sudo apt-get install chromium   (`make test` does it itself when run as root)",
+        "  * Ubuntu:      sudo snap install chromium, or Google Chrome's .deb from https://www.google.com/chrome/",
+        "  * macOS:       install Google Chrome (https://www.google.com/chrome/) into /Applications",
+        f"  * any system:  {CHROMIUM_ENV}=/path/to/chromium-or-chrome make test",
+    ]
+    places = (
+        ", ".join(BROWSER_NAMES)
+        + " on PATH; "
+        + ", ".join(LINUX_PLACES)
+        + "; "
+        + ", ".join("/" + p for p in MACOS_BUNDLES)
+        + " (and the same under ~/Applications)."
+    )
     looked = textwrap.wrap("Looked for: " + places, 98, subsequent_indent="  ", break_on_hyphens=False)
     broken = [f"Found but not working: {why}" for why in search.rejected]
     lines = head + fixes + looked + broken + tail
@@ -196,8 +228,8 @@ def missing_browser_banner(search: BrowserSearch, required: str | None) -> str:
 
 @dataclass
 class Verdict:
-    action: str                   # "run", "skip" or "fail"
-    message: str                  # for a person (the banner when the browser is missing)
+    action: str  # "run", "skip" or "fail"
+    message: str  # for a person (the banner when the browser is missing)
     browser: str | None = None
     search: BrowserSearch | None = None
 
@@ -208,17 +240,24 @@ def browser_verdict(env=None, probe=probe_browser) -> Verdict:
     required = required_by(env)
     if opted_out(env):
         if _flag(env, REQUIRE_ENV):
-            return Verdict("fail", f"{REQUIRE_ENV}=1 and {SKIP_ENV}=1 contradict each other: the browser tests "
-                                   f"are required here (CI), so they cannot be skipped. Unset one of them.")
+            return Verdict(
+                "fail",
+                f"{REQUIRE_ENV}=1 and {SKIP_ENV}=1 contradict each other: the browser tests "
+                f"are required here (CI), so they cannot be skipped. Unset one of them.",
+            )
         return Verdict("skip", f"the browser tests are skipped on purpose ({SKIP_ENV}={env.get(SKIP_ENV)})")
     search = find_browser(env, probe=probe)
     if search.path:
         return Verdict("run", f"using {search.path} ({search.version})", search.path, search)
     if search.named:
-        return Verdict("fail", f"{CHROMIUM_ENV}={search.named} does not work as a browser "
-                               f"({'; '.join(search.rejected)}). Point it at a Chromium or Chrome binary "
-                               f"(macOS: '/Applications/Google Chrome.app/Contents/MacOS/Google Chrome'), "
-                               f"or unset it to let the tests look in the usual places.", search=search)
+        return Verdict(
+            "fail",
+            f"{CHROMIUM_ENV}={search.named} does not work as a browser "
+            f"({'; '.join(search.rejected)}). Point it at a Chromium or Chrome binary "
+            f"(macOS: '/Applications/Google Chrome.app/Contents/MacOS/Google Chrome'), "
+            f"or unset it to let the tests look in the usual places.",
+            search=search,
+        )
     return Verdict("fail" if required else "skip", missing_browser_banner(search, required), search=search)
 
 
@@ -262,7 +301,7 @@ def free_port() -> int:
 # Quiet, offline, predictable JupyterLab settings for the test (written into a private settings folder).
 LAB_SETTINGS = {
     # no "Would you like to receive official Jupyter news?" toast over the notebook, no update check
-    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false", "checkForUpdates": False},
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false", "checkForUpdates": False}
     # the page title / kernel prompt dialogs stay as a learner has them; only the news are silenced
 }
 
@@ -292,8 +331,12 @@ class LabServer:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(values))
         env = dict(os.environ)
-        for var, sub in [("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_DATA_DIR", "data"),
-                         ("JUPYTER_RUNTIME_DIR", "runtime"), ("IPYTHONDIR", "ipython")]:
+        for var, sub in [
+            ("JUPYTER_CONFIG_DIR", "config"),
+            ("JUPYTER_DATA_DIR", "data"),
+            ("JUPYTER_RUNTIME_DIR", "runtime"),
+            ("IPYTHONDIR", "ipython"),
+        ]:
             env[var] = str(self.workdir / sub)
             (self.workdir / sub).mkdir(exist_ok=True)
         env.update(COURSE_DEVICE="cpu", PYTHONHASHSEED="0", JUPYTER_PLATFORM_DIRS="1")
@@ -305,17 +348,24 @@ class LabServer:
         for _attempt in range(3):  # a free port can be taken between asking and binding: try another
             self.port = free_port()
             cmd = [
-                sys.executable, "-m", "jupyterlab", "--no-browser",
-                "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
-                "--IdentityProvider.token=", "--ServerApp.password=",
+                sys.executable,
+                "-m",
+                "jupyterlab",
+                "--no-browser",
+                "--ServerApp.ip=127.0.0.1",
+                f"--ServerApp.port={self.port}",
+                "--ServerApp.port_retries=0",
+                "--IdentityProvider.token=",
+                "--ServerApp.password=",
                 f"--ServerApp.root_dir={self.course}",
                 "--ServerApp.allow_root=True",  # CI runs as root; the server only listens on 127.0.0.1
                 f"--LabApp.user_settings_dir={self.workdir / 'user-settings'}",
                 f"--LabApp.workspaces_dir={self.workdir / 'workspaces'}",
             ]
             with open(self.log_path, "ab") as log:
-                self.process = subprocess.Popen(cmd, cwd=self.course, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                                stdin=subprocess.DEVNULL)
+                self.process = subprocess.Popen(
+                    cmd, cwd=self.course, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+                )
             if self._wait_ready(timeout):
                 return self
             self.stop()
@@ -418,8 +468,9 @@ STATE_JS = r"""
     const mime = o.getAttribute('data-mime-type');
     const text = o.textContent || '';
     const view = o.querySelector(':scope > .jupyter-widgets');
-    if (mime === 'application/vnd.jupyter.widget-view+json' || view || /Loading widget|Error displaying widget/.test(text)) {
-      widgets.push({rendered: !!view && !/Loading widget|Error displaying widget/.test(text), text: text.slice(0, 120)});
+    const broken = /Loading widget|Error displaying widget/.test(text);
+    if (mime === 'application/vnd.jupyter.widget-view+json' || view || broken) {
+      widgets.push({rendered: !!view && !broken, text: text.slice(0, 120)});
     } else if (mime === 'text/plain' && /^\[(Controls|Answer box)\b/.test(text.trim())) {
       widgets.push({rendered: false, text: 'fallback text shown instead of a widget: ' + text.slice(0, 120)});
     }
@@ -495,14 +546,20 @@ class NotebookPage:
 
     def open(self, timeout_s: float = 180):
         workspace = re.sub(r"\W", "-", Path(self.relpath).stem)
-        self.page.goto(f"{self.server.base_url}/lab/workspaces/{workspace}/tree/{self.relpath}?reset",
-                       wait_until="domcontentloaded", timeout=timeout_s * 1000)
+        self.page.goto(
+            f"{self.server.base_url}/lab/workspaces/{workspace}/tree/{self.relpath}?reset",
+            wait_until="domcontentloaded",
+            timeout=timeout_s * 1000,
+        )
         cells = json.loads((self.server.course / self.relpath).read_text())["cells"]
         n_code = sum(c["cell_type"] == "code" for c in cells)
         self.page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell").first.wait_for(timeout=timeout_s * 1000)
         # JupyterLab attaches cells progressively: wait for all of them, and for the kernel
-        self.wait_for(lambda s: len(s["prompts"]) == n_code and s["status"] == "idle", timeout_s,
-                      f"all {n_code} code cells and an idle kernel")
+        self.wait_for(
+            lambda s: len(s["prompts"]) == n_code and s["status"] == "idle",
+            timeout_s,
+            f"all {n_code} code cells and an idle kernel",
+        )
 
     def wait_for(self, predicate, timeout_s: float, what: str) -> dict:
         deadline = time.monotonic() + timeout_s
@@ -512,11 +569,14 @@ class NotebookPage:
                 return state
             if state is not None and state["status"] in KERNEL_LOST:
                 # a crashed kernel (out of memory, a segfault) never finishes the run: say so at once
-                raise RuntimeError(f"the kernel is {state['status']} while waiting for {what} "
-                                   f"(it crashed or ran out of memory); prompts: {state['prompts']}")
+                raise RuntimeError(
+                    f"the kernel is {state['status']} while waiting for {what} "
+                    f"(it crashed or ran out of memory); prompts: {state['prompts']}"
+                )
             if time.monotonic() > deadline:
-                raise TimeoutError(f"timed out after {timeout_s:.0f} s waiting for {what}; last state: "
-                                   f"{json.dumps(state)[:2000]}")
+                raise TimeoutError(
+                    f"timed out after {timeout_s:.0f} s waiting for {what}; last state: {json.dumps(state)[:2000]}"
+                )
             self.page.wait_for_timeout(250)
 
     # --- running ------------------------------------------------------------------------------------
@@ -562,7 +622,11 @@ class NotebookPage:
         handle = slider.locator(".noUi-handle").first
         handle.scroll_into_view_if_needed()
         handle.focus()
-        key = "ArrowLeft" if handle.get_attribute("aria-valuenow") == handle.get_attribute("aria-valuemax") else "ArrowRight"
+        key = (
+            "ArrowLeft"
+            if handle.get_attribute("aria-valuenow") == handle.get_attribute("aria-valuemax")
+            else "ArrowRight"
+        )
         readout = slider.locator(".widget-readout").first
         before = readout.text_content() if readout.count() else ""
         self.page.keyboard.press(key)
@@ -583,7 +647,7 @@ class NotebookPage:
             for k in range(controls.count()):
                 control = controls.nth(k)
                 before = cell.evaluate(SIGNATURE_JS)
-                kind = (control.get_attribute("class") or "")
+                kind = control.get_attribute("class") or ""
                 if "widget-slider" in kind:
                     label, detail = "slider", self._move_slider(control)
                 elif "widget-dropdown" in kind:
@@ -596,13 +660,21 @@ class NotebookPage:
                     label, detail = "dropdown", f"{current} -> {target} of {options}"
                 elif "widget-toggle-buttons" in kind:
                     buttons = control.locator("button")
-                    idle = [j for j in range(buttons.count()) if "mod-active" not in (buttons.nth(j).get_attribute("class") or "")]
+                    idle = [
+                        j
+                        for j in range(buttons.count())
+                        if "mod-active" not in (buttons.nth(j).get_attribute("class") or "")
+                    ]
                     buttons.nth(idle[0]).click()
                     label, detail = "toggle buttons", f"clicked option {idle[0]}"
                 else:
                     control.locator("input").first.click()
                     label, detail = "checkbox", "clicked"
-                name = (control.locator(".widget-label").first.text_content() or "").strip() if control.locator(".widget-label").count() else ""
+                name = (
+                    (control.locator(".widget-label").first.text_content() or "").strip()
+                    if control.locator(".widget-label").count()
+                    else ""
+                )
                 changed = self._wait_signature_change(cell, before, timeout_s)
                 self.report.interactions.append(Interaction(i, f"{label} {name}".strip(), changed, detail))
             # check questions: pick an answer, press Check, expect a verdict (✅ or ❌ with the explanation)
@@ -620,11 +692,14 @@ class NotebookPage:
                         changed = True
                         break
                     self.page.wait_for_timeout(150)
-                self.report.interactions.append(Interaction(i, f"quiz {k + 1} Check", changed, (verdict.text_content() or "")[:120]))
+                self.report.interactions.append(
+                    Interaction(i, f"quiz {k + 1} Check", changed, (verdict.text_content() or "")[:120])
+                )
         return self.report.interactions
 
     def first_figure_cell(self) -> int | None:
-        """Index (among code cells) of the first cell that shows a figure, for a screenshot of a chapter without controls."""
+        """Index (among code cells) of the first cell that shows a figure, for a screenshot of a chapter without
+        controls."""
         return self.page.evaluate("""() => {
           const cells = [...document.querySelectorAll('.jp-NotebookPanel .jp-Notebook .jp-CodeCell')];
           const i = cells.findIndex(c => c.querySelector('.jp-OutputArea-output img'));
@@ -652,8 +727,11 @@ def main(argv=None) -> int:
     --check  say what the browser tests will do; exit 1 where they would fail (the loud banner goes to stderr)"""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python tests/browser_support.py", description=main.__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python tests/browser_support.py",
+        description=main.__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     mode = parser.add_mutually_exclusive_group(required=True)
     for flag in ("--find", "--plan", "--check"):
         mode.add_argument(flag, action="store_true")
@@ -681,8 +759,12 @@ def main(argv=None) -> int:
     if verdict.action == "skip" and verdict.search is None:
         print(f"browser-deps: {verdict.message}")
         return 0
-    print(verdict.message if verdict.search is not None and not verdict.search.named
-          else f"browser-deps: {verdict.message}", file=sys.stderr)
+    print(
+        verdict.message
+        if verdict.search is not None and not verdict.search.named
+        else f"browser-deps: {verdict.message}",
+        file=sys.stderr,
+    )
     return 0 if verdict.action == "skip" else 1
 
 

@@ -3,6 +3,7 @@
 The environment defaults every run needs (COURSE_DEVICE=cpu, PYTHONHASHSEED=0) live in the root
 conftest.py, which pytest loads for any path, including a notebook folder collected on its own.
 """
+
 import sys
 from pathlib import Path
 

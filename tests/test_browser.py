@@ -19,6 +19,7 @@ names the browser; COURSE_BROWSER_TIMEOUT (seconds, default 900) bounds one chap
 The unit tests of that rule (fake browsers in temporary folders, and `make browser-deps` itself with a fake `id`
 and a fake `apt-get`) are at the end of this file.
 """
+
 import dataclasses
 import json
 import os
@@ -28,9 +29,9 @@ import subprocess
 import sys
 import warnings
 
-import browser_support as bs
 import pytest
 
+import browser_support as bs
 from conftest import ROOT
 
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
@@ -63,8 +64,11 @@ def browser(lab, browser_executable):
 
 def stored_fallbacks(path, prefix):
     nb = json.loads(path.read_text())
-    return sum("".join(o.get("data", {}).get("text/plain", "")).startswith(prefix)
-               for c in nb["cells"] for o in c.get("outputs", []))
+    return sum(
+        "".join(o.get("data", {}).get("text/plain", "")).startswith(prefix)
+        for c in nb["cells"]
+        for o in c.get("outputs", [])
+    )
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
@@ -93,20 +97,25 @@ def test_chapter_runs_and_reacts_in_jupyterlab(lab, browser, path):
     (shots / f"{path.stem}.json").write_text(json.dumps(dataclasses.asdict(report), indent=1, ensure_ascii=False))
 
     assert not report.errors, "error output in the browser:\n" + "\n---\n".join(
-        f"cell {e['cell']}: {e['text']}" for e in report.errors)
+        f"cell {e['cell']}: {e['text']}" for e in report.errors
+    )
     assert all(re.fullmatch(r"\[\d+\]:", p) for p in report.prompts), (
-        f"cells that did not run (no error shown: did the kernel crash and restart?): {report.prompts}")
+        f"cells that did not run (no error shown: did the kernel crash and restart?): {report.prompts}"
+    )
     assert not report.page_errors, f"JavaScript errors in the page: {report.page_errors}"
 
     not_rendered = [w["text"] for w in report.widgets if not w["rendered"]]
     assert not not_rendered, f"widgets that did not render: {not_rendered}"
     expected = bs.expected_widget_outputs(path)
-    assert len(report.widgets) >= expected, f"{expected} widgets expected (stored fallbacks), {len(report.widgets)} rendered"
+    assert len(report.widgets) >= expected, (
+        f"{expected} widgets expected (stored fallbacks), {len(report.widgets)} rendered"
+    )
 
     dead = [x for x in interactions if not x.changed]
     assert not dead, "controls that changed neither the figure nor the readout:\n" + "\n".join(map(str, dead))
-    assert len({x.cell for x in controls}) >= stored_fallbacks(path, "[Controls:"), \
+    assert len({x.cell for x in controls}) >= stored_fallbacks(path, "[Controls:"), (
         f"not every live figure was exercised: {controls}"
+    )
     assert len(quizzes) == stored_fallbacks(path, "[Answer box"), f"not every check question was answered: {quizzes}"
     assert (shots / f"{path.stem}.png").stat().st_size > 20_000
 
@@ -127,7 +136,7 @@ def test_the_suite_catches_a_traceback_and_a_frozen_widget(lab, browser):
     """The checks above can fail: a slider that redraws nothing new and a cell that raises are both caught."""
     import nbformat
 
-    frozen = '''import matplotlib.pyplot as plt
+    frozen = """import matplotlib.pyplot as plt
 import ipywidgets as widgets
 from course_utils.widgets import live_figure
 
@@ -137,9 +146,10 @@ def draw(scale):  # ignores the slider: the figure never changes
     return fig
 
 box = live_figure(draw, {"scale": widgets.FloatSlider(value=1.0, min=0.0, max=2.0, step=0.1)},
-                  describe=lambda scale: "a readout that never changes")'''
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(frozen),
-                                         nbformat.v4.new_code_cell('raise ValueError("deliberately broken")')])
+                  describe=lambda scale: "a readout that never changes")"""
+    nb = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell(frozen), nbformat.v4.new_code_cell('raise ValueError("deliberately broken")')]
+    )
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     (lab.course / "selftest").mkdir(exist_ok=True)
     nbformat.write(nb, str(lab.course / "selftest" / "broken.ipynb"))
@@ -194,10 +204,12 @@ def test_the_browser_is_found_in_the_documented_order(machine, monkeypatch):
     order = [bin_ / name for name in bs.BROWSER_NAMES]
     order += [root / "usr/bin" / name for name in bs.BROWSER_NAMES]
     order += [root / "snap/bin/chromium", root / "opt/google/chrome/chrome"]
-    order += [root / "Applications/Google Chrome.app/Contents/MacOS/Google Chrome",
-              root / "Applications/Chromium.app/Contents/MacOS/Chromium",
-              home / "Applications/Google Chrome.app/Contents/MacOS/Google Chrome",
-              home / "Applications/Chromium.app/Contents/MacOS/Chromium"]
+    order += [
+        root / "Applications/Google Chrome.app/Contents/MacOS/Google Chrome",
+        root / "Applications/Chromium.app/Contents/MacOS/Chromium",
+        home / "Applications/Google Chrome.app/Contents/MacOS/Google Chrome",
+        home / "Applications/Chromium.app/Contents/MacOS/Chromium",
+    ]
     for path in order:
         fake_browser(path, version=f"Fake {path.name} 1.0")
     assert [os.path.abspath(p) for p in order] == bs.browser_candidates()
@@ -217,13 +229,20 @@ def test_the_browser_is_found_in_the_documented_order(machine, monkeypatch):
 
 def test_a_browser_that_does_not_run_is_passed_over_and_named(machine):
     """Ubuntu's /usr/bin/chromium-browser without its snap is a script that exits 1: not a browser."""
-    stub = fake_browser(machine["bin"] / "chromium-browser", code=1,
-                        version="Command '/usr/bin/chromium-browser' requires the chromium snap to be installed.")
+    stub = fake_browser(
+        machine["bin"] / "chromium-browser",
+        code=1,
+        version="Command '/usr/bin/chromium-browser' requires the chromium snap to be installed.",
+    )
     chrome = fake_browser(machine["root"] / "opt/google/chrome/chrome", version="Google Chrome 131.0")
     search = bs.find_browser()
     assert (search.path, search.version) == (str(chrome), "Google Chrome 131.0")
-    assert search.rejected == [(f"{stub}: `--version` exited with 1: Command '/usr/bin/chromium-browser' requires "
-                                "the chromium snap to be installed.")]
+    assert search.rejected == [
+        (
+            f"{stub}: `--version` exited with 1: Command '/usr/bin/chromium-browser' requires "
+            "the chromium snap to be installed."
+        )
+    ]
     chrome.unlink()
     verdict = bs.browser_verdict()
     assert verdict.action == "skip"
@@ -243,24 +262,33 @@ def test_course_chromium_is_the_only_candidate_when_set(machine, monkeypatch):
 
 def test_no_browser_on_a_learners_machine_skips_loudly(machine):
     """Skipped, never silently: the banner is the skip reason AND a warning (shown in pytest's summary)."""
-    with pytest.warns(UserWarning, match="BROWSER TESTS SKIPPED") as caught, \
-            pytest.raises(pytest.skip.Exception) as skipped:
+    with (
+        pytest.warns(UserWarning, match="BROWSER TESTS SKIPPED") as caught,
+        pytest.raises(pytest.skip.Exception) as skipped,
+    ):
         bs.require_browser_tools()
     reason = str(skipped.value)
     assert reason == str(caught[0].message).strip()
-    for fix in ("BROWSER TESTS SKIPPED: no Chromium or Google Chrome was found",
-                "sudo apt-get install chromium",
-                "install Google Chrome (https://www.google.com/chrome/) into /Applications",
-                "COURSE_CHROMIUM=/path/to/chromium-or-chrome make test",
-                "COURSE_SKIP_BROWSER=1 make test",
-                "/Applications/Google Chrome.app/Contents/MacOS/Google Chrome"):
+    for fix in (
+        "BROWSER TESTS SKIPPED: no Chromium or Google Chrome was found",
+        "sudo apt-get install chromium",
+        "install Google Chrome (https://www.google.com/chrome/) into /Applications",
+        "COURSE_CHROMIUM=/path/to/chromium-or-chrome make test",
+        "COURSE_SKIP_BROWSER=1 make test",
+        "/Applications/Google Chrome.app/Contents/MacOS/Google Chrome",
+    ):
         assert fix in reason
     assert reason.startswith("=" * 100) and reason.endswith("=" * 100)
 
 
-@pytest.mark.parametrize("env, why", [({bs.REQUIRE_ENV: "1"}, "COURSE_REQUIRE_BROWSER=1"),
-                                      ({"CI": "true"}, "CI=true"),
-                                      ({"CI": "true", bs.REQUIRE_ENV: "yes"}, "COURSE_REQUIRE_BROWSER=1")])
+@pytest.mark.parametrize(
+    "env, why",
+    [
+        ({bs.REQUIRE_ENV: "1"}, "COURSE_REQUIRE_BROWSER=1"),
+        ({"CI": "true"}, "CI=true"),
+        ({"CI": "true", bs.REQUIRE_ENV: "yes"}, "COURSE_REQUIRE_BROWSER=1"),
+    ],
+)
 def test_no_browser_fails_where_it_is_required(machine, monkeypatch, env, why):
     for var, value in env.items():
         monkeypatch.setenv(var, value)
@@ -320,10 +348,22 @@ def run_browser_deps(machine, uid, **env):
         if real and not (bin_ / tool).exists():
             (bin_ / tool).symlink_to(real)
     log = machine["home"] / "apt.log"
-    base = {"PATH": str(bin_), "HOME": str(machine["home"]), bs.SEARCH_ROOT_ENV: str(machine["root"]),
-            "APT_LOG": str(log), "LC_ALL": "C.UTF-8"}
-    done = subprocess.run([make, "-s", "--no-print-directory", "browser-deps", f"PYTHON={sys.executable}"],
-                          cwd=ROOT, env={**base, **env}, capture_output=True, text=True, timeout=120, check=False)
+    base = {
+        "PATH": str(bin_),
+        "HOME": str(machine["home"]),
+        bs.SEARCH_ROOT_ENV: str(machine["root"]),
+        "APT_LOG": str(log),
+        "LC_ALL": "C.UTF-8",
+    }
+    done = subprocess.run(
+        [make, "-s", "--no-print-directory", "browser-deps", f"PYTHON={sys.executable}"],
+        cwd=ROOT,
+        env={**base, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     return done.returncode, done.stdout + done.stderr, log.read_text() if log.exists() else ""
 
 
@@ -349,13 +389,19 @@ def test_make_browser_deps_as_root_installs_debians_chromium(machine):
 
 def test_make_browser_deps_uses_chrome_where_the_tests_find_it(machine, monkeypatch):
     """The Makefile asks the tests' rule: Google Chrome in ~/Applications (a Mac without admin rights) is enough."""
-    chrome = fake_browser(machine["home"] / "Applications/Google Chrome.app/Contents/MacOS/Google Chrome",
-                          version="Google Chrome 131.0")
+    chrome = fake_browser(
+        machine["home"] / "Applications/Google Chrome.app/Contents/MacOS/Google Chrome", version="Google Chrome 131.0"
+    )
     rc, out, apt = run_browser_deps(machine, uid=1000, **{bs.REQUIRE_ENV: "1"})
     assert rc == 0 and f"browser-deps: using {chrome} (Google Chrome 131.0)" in out, out
     assert apt == ""
-    found = subprocess.run([sys.executable, str(ROOT / "tests/browser_support.py"), "--find"], capture_output=True,
-                           text=True, env=dict(os.environ), check=True)
+    found = subprocess.run(
+        [sys.executable, str(ROOT / "tests/browser_support.py"), "--find"],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ),
+        check=True,
+    )
     assert found.stdout.strip() == str(chrome) == bs.find_browser().path
 
 

@@ -4,6 +4,7 @@ tests/test_norms.py already compares `norms.rms_norm` with `F.rms_norm` on rando
 eps in {0, 1e-6, 1e-5, 1e-3, 0.1}. Here: torch's eps=None convention, eps that dominates tiny inputs, wide
 rows, non-contiguous inputs, values near float16's limit, and gradients.
 """
+
 import importlib.util
 import math
 
@@ -12,6 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from course_utils import checks, checks_ex02, norms, widgets
+
 from conftest import ROOT
 
 HALF = (torch.float16, torch.bfloat16)
@@ -99,17 +101,21 @@ def test_right_implementations_pass(capsys):
     assert capsys.readouterr().out.count("✅") == 3
 
 
-@pytest.mark.parametrize("fn, words", [
-    (mean_instead_of_mean_square, "mean of the *squares*"),
-    (square_of_the_mean, "mean(x)**2"),
-    (eps_outside_sqrt, "*outside* the square root"),
-    (wrong_axis, "wrong axis"),
-    (no_upcast, "overflows float16"),
-    (subtracts_the_mean, "matches LayerNorm"),
-    (ignores_weight, "without the weight"),
-    (forgets_to_cast_back, ".to(x.dtype)"),
-    (no_eps, "add eps inside the root"),
-], ids=lambda v: getattr(v, "__name__", ""))
+@pytest.mark.parametrize(
+    "fn, words",
+    [
+        (mean_instead_of_mean_square, "mean of the *squares*"),
+        (square_of_the_mean, "mean(x)**2"),
+        (eps_outside_sqrt, "*outside* the square root"),
+        (wrong_axis, "wrong axis"),
+        (no_upcast, "overflows float16"),
+        (subtracts_the_mean, "matches LayerNorm"),
+        (ignores_weight, "without the weight"),
+        (forgets_to_cast_back, ".to(x.dtype)"),
+        (no_eps, "add eps inside the root"),
+    ],
+    ids=lambda v: getattr(v, "__name__", ""),
+)
 def test_each_mistake_is_rejected_with_its_hint(fn, words):
     report = checks_ex02.RMS_NORM_CHECK.evaluate(fn)
     assert report.status == "failed", fn.__name__
@@ -128,8 +134,15 @@ def test_no_upcast_fails_only_on_the_half_precision_case():
 def test_each_mistake_is_named_on_a_case_of_its_own():
     """Every wrong implementation is caught on at least one case where the right one is within tolerance."""
     cases = checks_ex02.RMS_NORM_CHECK.cases()
-    for fn in (mean_instead_of_mean_square, square_of_the_mean, eps_outside_sqrt, wrong_axis, no_upcast,
-               subtracts_the_mean, ignores_weight):
+    for fn in (
+        mean_instead_of_mean_square,
+        square_of_the_mean,
+        eps_outside_sqrt,
+        wrong_axis,
+        no_upcast,
+        subtracts_the_mean,
+        ignores_weight,
+    ):
         results = [checks_ex02.RMS_NORM_CHECK.compare(c, fn(*c.args)) for c in cases]
         assert any(not r.passed and r.mistake for r in results), fn.__name__
 
@@ -173,7 +186,9 @@ def test_layer_norm_via_rms_norm_check():
         return via(x, weight, eps) * math.sqrt((n - 1) / n)
 
     assert checks_ex02.LN_VIA_RMS_CHECK.evaluate(via).passed
-    assert checks_ex02.LN_VIA_RMS_CHECK.evaluate(lambda x, weight=None, eps=1e-5: norms.layer_norm(x, weight, None, eps)).passed
+    assert checks_ex02.LN_VIA_RMS_CHECK.evaluate(
+        lambda x, weight=None, eps=1e-5: norms.layer_norm(x, weight, None, eps)
+    ).passed
     report = checks_ex02.LN_VIA_RMS_CHECK.evaluate(not_centred)
     assert not report.passed and "subtract each row's mean" in report.hint
     report = checks_ex02.LN_VIA_RMS_CHECK.evaluate(centred_over_columns)
@@ -205,8 +220,12 @@ def test_registry():
 # norms.rms_norm against torch.nn.functional.rms_norm, beyond tests/test_norms.py
 # ---------------------------------------------------------------------------------------------------------
 TOL = {torch.float16: 2e-3, torch.bfloat16: 1.6e-2, torch.float32: 2e-5, torch.float64: 1e-10}
-OPMATH_EPS = {torch.float16: torch.finfo(torch.float32).eps, torch.bfloat16: torch.finfo(torch.float32).eps,
-              torch.float32: torch.finfo(torch.float32).eps, torch.float64: torch.finfo(torch.float64).eps}
+OPMATH_EPS = {
+    torch.float16: torch.finfo(torch.float32).eps,
+    torch.bfloat16: torch.finfo(torch.float32).eps,
+    torch.float32: torch.finfo(torch.float32).eps,
+    torch.float64: torch.finfo(torch.float64).eps,
+}
 
 
 def _close(ours, theirs, dtype, scale=1.0):

@@ -1,15 +1,16 @@
 """Chapter 03: the axis diagrams shade exactly the reduction groups, and exercise 03's checks accept the right
 BatchNorm / masked statistics and reject realistic wrong ones, naming the mistake."""
+
 import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-import torch  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+import torch
 
-from course_utils import checks, checks_ex03, diagrams, norms  # noqa: E402
+from course_utils import checks, checks_ex03, diagrams, norms
 
 
 @pytest.fixture(autouse=True)
@@ -34,17 +35,19 @@ def drawn_cells(ax):
 
 def shaded_faces(ax, color):
     rgb = matplotlib.colors.to_rgb(color)
-    return {p.get_gid() for p in ax.patches
-            if p.get_gid() and np.allclose(p.get_facecolor()[:3], rgb, atol=1e-6)}
+    return {p.get_gid() for p in ax.patches if p.get_gid() and np.allclose(p.get_facecolor()[:3], rgb, atol=1e-6)}
 
 
-@pytest.mark.parametrize("dims, index, expected_count", [
-    ((2,), (1, 2, 3), 6),        # LayerNorm: the features of one token
-    ((0, 1), (1, 2, 3), 12),     # BatchNorm: one feature over batch and tokens
-    ((1,), (1, 2, 3), 4),        # InstanceNorm: one sample, one feature, all tokens
-    ((0, 1, 2), (0, 0, 0), 72),  # everything
-    ((-1,), (2, 0, 5), 6),       # negative dims mean the same
-])
+@pytest.mark.parametrize(
+    "dims, index, expected_count",
+    [
+        ((2,), (1, 2, 3), 6),  # LayerNorm: the features of one token
+        ((0, 1), (1, 2, 3), 12),  # BatchNorm: one feature over batch and tokens
+        ((1,), (1, 2, 3), 4),  # InstanceNorm: one sample, one feature, all tokens
+        ((0, 1, 2), (0, 0, 0), 72),  # everything
+        ((-1,), (2, 0, 5), 6),  # negative dims mean the same
+    ],
+)
 def test_shared_cells_are_the_elements_that_agree_on_every_kept_axis(dims, index, expected_count):
     shape = (3, 4, 6)
     mask = diagrams.shared_cells(shape, dims, index)
@@ -64,8 +67,9 @@ def test_shared_cells_matches_the_groups_torch_reduces_over():
         assert np.array_equal(changed.numpy(), diagrams.shared_cells(x.shape, dims, (1, 2, 3)))
 
 
-@pytest.mark.parametrize("shape, dims", [((3, 4, 6), (2,)), ((3, 4, 6), (0, 1)), ((3, 4, 6), (1,)),
-                                         ((4, 6), (1,)), ((4, 6), (0,))])
+@pytest.mark.parametrize(
+    "shape, dims", [((3, 4, 6), (2,)), ((3, 4, 6), (0, 1)), ((3, 4, 6), (1,)), ((4, 6), (1,)), ((4, 6), (0,))]
+)
 def test_draw_norm_axes_shades_exactly_the_reduction_group(shape, dims):
     index = (0, 1, 2) if len(shape) == 3 else (1, 2)
     color = "#CC79A7"
@@ -150,8 +154,11 @@ def right(x, running_mean, running_var, training, momentum=0.1, eps=1e-5):
     n = x.numel() // x.shape[-1]
     mean = x.mean(dim=dims)
     var = ((x - mean) ** 2).mean(dim=dims)
-    return ((x - mean) / torch.sqrt(var + eps), (1 - momentum) * running_mean + momentum * mean,
-            (1 - momentum) * running_var + momentum * var * n / (n - 1))
+    return (
+        (x - mean) / torch.sqrt(var + eps),
+        (1 - momentum) * running_mean + momentum * mean,
+        (1 - momentum) * running_var + momentum * var * n / (n - 1),
+    )
 
 
 def via_torch_module(x, running_mean, running_var, training, momentum=0.1, eps=1e-5):
@@ -215,8 +222,11 @@ def only_2d(x, rm, rv, training, momentum=0.1, eps=1e-5):
         return right(x, rm, rv, training, momentum, eps)
     mean, var = x.mean(dim=0), x.var(dim=0, unbiased=False)
     n = x.shape[0]
-    return (x - mean) / torch.sqrt(var + eps), (1 - momentum) * rm + momentum * mean.reshape(-1, x.shape[-1]).mean(0), \
-        (1 - momentum) * rv + momentum * (var * n / (n - 1)).reshape(-1, x.shape[-1]).mean(0)
+    return (
+        (x - mean) / torch.sqrt(var + eps),
+        (1 - momentum) * rm + momentum * mean.reshape(-1, x.shape[-1]).mean(0),
+        (1 - momentum) * rv + momentum * (var * n / (n - 1)).reshape(-1, x.shape[-1]).mean(0),
+    )
 
 
 def returns_only_y(x, rm, rv, training, momentum=0.1, eps=1e-5):
@@ -236,13 +246,16 @@ def test_batch_norm_check_accepts_right_implementations(capsys):
     assert out.count("✅") == 4
 
 
-@pytest.mark.parametrize("fn, words", [
-    (biased_running_variance, "biased"),
-    (wrong_momentum_direction, "wrong side"),
-    (normalizes_over_features, "LayerNorm"),
-    (eval_uses_batch_statistics, "eval mode"),
-    (normalizes_with_unbiased_variance, "only the stored running variance is unbiased"),
-])
+@pytest.mark.parametrize(
+    "fn, words",
+    [
+        (biased_running_variance, "biased"),
+        (wrong_momentum_direction, "wrong side"),
+        (normalizes_over_features, "LayerNorm"),
+        (eval_uses_batch_statistics, "eval mode"),
+        (normalizes_with_unbiased_variance, "only the stored running variance is unbiased"),
+    ],
+)
 def test_batch_norm_check_names_each_realistic_mistake(fn, words):
     report = checks_ex03.BATCH_NORM_CHECK.evaluate(fn)
     assert report.status == "failed", fn.__name__
@@ -251,8 +264,16 @@ def test_batch_norm_check_names_each_realistic_mistake(fn, words):
     assert "❌" in text and "tolerance" in text
 
 
-@pytest.mark.parametrize("fn", [biased_running_variance, wrong_momentum_direction, normalizes_over_features,
-                                eval_uses_batch_statistics, normalizes_with_unbiased_variance])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        biased_running_variance,
+        wrong_momentum_direction,
+        normalizes_over_features,
+        eval_uses_batch_statistics,
+        normalizes_with_unbiased_variance,
+    ],
+)
 def test_stream_check_rejects_wrong_implementations(fn):
     assert checks_ex03.check_batch_norm_stream(fn).status == "failed"
 
@@ -328,12 +349,15 @@ def test_masked_stats_check_accepts_right_implementations():
         assert report.passed, report.text()
 
 
-@pytest.mark.parametrize("fn, words", [
-    (masked_ignores_mask, "padding is included"),
-    (masked_divides_by_all_positions, "all N·T positions"),
-    (masked_unbiased, "unbiased"),
-    (masked_assumes_zero_padding, "exactly zero"),
-])
+@pytest.mark.parametrize(
+    "fn, words",
+    [
+        (masked_ignores_mask, "padding is included"),
+        (masked_divides_by_all_positions, "all N·T positions"),
+        (masked_unbiased, "unbiased"),
+        (masked_assumes_zero_padding, "exactly zero"),
+    ],
+)
 def test_masked_stats_check_names_each_mistake(fn, words):
     report = checks_ex03.MASKED_STATS_CHECK.evaluate(fn)
     assert report.status == "failed" and words in report.hint, (fn.__name__, report.hint)

@@ -6,6 +6,7 @@
 * the synthetic corpus is deterministic and has the structure that makes attention necessary;
 * parameter_count agrees with a count done by hand.
 """
+
 import math
 import os
 import subprocess
@@ -15,10 +16,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from course_utils.data import Corpus, VOCABULARY, make_text
+from course_utils.data import VOCABULARY, Corpus, make_text
 from course_utils.model import GPTConfig, TinyGPT, lm_loss, parameter_count
-from course_utils.probes import (AttentionProbe, GradNormProbe, HiddenNormProbe, block_grad_norms,
-                                 gradient_profile, hidden_norm_profile)
+from course_utils.probes import AttentionProbe, GradNormProbe, block_grad_norms, gradient_profile, hidden_norm_profile
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -89,8 +89,16 @@ def randomize_norms(model, generator):
 @pytest.mark.parametrize("norm_impl", ["torch", "course"])
 def test_each_placement_computes_its_equation(placement, norm, norm_impl):
     g = torch.Generator().manual_seed(1)
-    cfg = GPTConfig(vocab_size=30, block_size=12, n_layer=3, n_head=4, d_model=32, norm=norm,
-                    placement=placement, norm_impl=norm_impl)
+    cfg = GPTConfig(
+        vocab_size=30,
+        block_size=12,
+        n_layer=3,
+        n_head=4,
+        d_model=32,
+        norm=norm,
+        placement=placement,
+        norm_impl=norm_impl,
+    )
     torch.manual_seed(0)
     model = TinyGPT(cfg).double()
     randomize_norms(model, g)
@@ -207,7 +215,10 @@ def test_attention_probe_matches_the_logits_computed_by_hand():
             a = block.attn
             u = block.norm1(h)
             B, T, d = u.shape
-            split = lambda t: t.view(B, T, a.n_head, a.d_head).transpose(1, 2)
+
+            def split(t, B=B, T=T, a=a):
+                return t.view(B, T, a.n_head, a.d_head).transpose(1, 2)
+
             q, k = hand_rope(split(a.q_proj(u))), hand_rope(split(a.k_proj(u)))
             s = q @ k.transpose(-2, -1) / math.sqrt(a.d_head)
             future = torch.ones(T, T, dtype=torch.bool).triu(1)
@@ -229,18 +240,23 @@ def test_attention_probe_without_a_forward_says_so():
     with AttentionProbe(model) as probe:
         pass
     with pytest.raises(RuntimeError, match="forward pass"):
-        probe.max_logit
+        _ = probe.max_logit
 
 
 # ----------------------------------------------------------------------------------------------------
 # the corpus
 # ----------------------------------------------------------------------------------------------------
 def test_corpus_is_the_same_in_a_fresh_process_with_another_hash_seed():
-    code = "from course_utils.data import make_text; import hashlib; print(hashlib.sha256(make_text(300, 7).encode()).hexdigest())"
+    code = (
+        "from course_utils.data import make_text; import hashlib; "
+        "print(hashlib.sha256(make_text(300, 7).encode()).hexdigest())"
+    )
     runs = set()
     for hash_seed in ("0", "12345"):
         env = dict(os.environ, PYTHONHASHSEED=hash_seed)
-        runs.add(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout)
+        runs.add(
+            subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+        )
     import hashlib
 
     assert runs == {hashlib.sha256(make_text(300, 7).encode()).hexdigest() + "\n"}
@@ -274,7 +290,7 @@ def test_every_sentence_has_the_structure_attention_must_find():
         assert set(s) <= set(VOCABULARY)
         if s[0] == "copy":
             eq = s.index("=")
-            assert s[1:eq] == s[eq + 1:-1] and 3 <= eq - 1 <= 5
+            assert s[1:eq] == s[eq + 1 : -1] and 3 <= eq - 1 <= 5
             kinds["copy"] += 1
         elif s[0] == "the":
             subject = next(w for w in s if w in singular | plural)
@@ -354,8 +370,11 @@ def test_grad_norm_check_accepts_a_hook_probe_and_names_each_mistake():
     def with_hooks(state, placement, idx, targets):
         model = ex04.model_from_state(state, placement)
         squares = [0.0] * len(model.blocks)
-        handles = [p.register_hook(lambda g, i=i: squares.__setitem__(i, squares[i] + float(g.pow(2).sum())))
-                   for i, b in enumerate(model.blocks) for p in b.parameters()]
+        handles = [
+            p.register_hook(lambda g, i=i: squares.__setitem__(i, squares[i] + float(g.pow(2).sum())))
+            for i, b in enumerate(model.blocks)
+            for p in b.parameters()
+        ]
         lm_loss(model(idx), targets).backward()
         for h in handles:
             h.remove()

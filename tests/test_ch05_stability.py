@@ -1,4 +1,6 @@
-"""Chapter 05's lab: the stability sweep, its verdicts and LR sensitivity, the presets, exercise 05's checks, the benchmark."""
+"""Chapter 05's lab: the stability sweep, its verdicts and LR sensitivity, the presets, exercise 05's checks,
+the benchmark."""
+
 import importlib.util
 import math
 
@@ -9,7 +11,13 @@ from course_utils import checks_ex05 as ex05
 from course_utils import experiments
 from course_utils.attention import CausalSelfAttention, qk_norm_bound
 from course_utils.experiments import (
-    PRESETS, RunRecord, SweepResult, build_run, lr_sensitivity, resolve_preset, stability_sweep,
+    PRESETS,
+    RunRecord,
+    SweepResult,
+    build_run,
+    lr_sensitivity,
+    resolve_preset,
+    stability_sweep,
 )
 from course_utils.model import GPTConfig, TinyGPT, parameter_count
 
@@ -40,30 +48,50 @@ def test_lr_sensitivity_uses_the_best_loss_of_the_grid_not_a_fixed_one():
 # verdicts and tables, on hand-made records
 # ----------------------------------------------------------------------------------------------------
 def record(variant, lr, final, diverged=False, max_logit=10.0, diverged_at=None):
-    return RunRecord(variant=variant, lr=lr, final_loss=final, initial_loss=4.2, max_attn_logit=max_logit,
-                     diverged=diverged, diverged_at=diverged_at, entropy=[2.0, 1.0], probe_steps=[0, 10],
-                     max_logit=[1.0, max_logit])
+    return RunRecord(
+        variant=variant,
+        lr=lr,
+        final_loss=final,
+        initial_loss=4.2,
+        max_attn_logit=max_logit,
+        diverged=diverged,
+        diverged_at=diverged_at,
+        entropy=[2.0, 1.0],
+        probe_steps=[0, 10],
+        max_logit=[1.0, max_logit],
+    )
 
 
 def fake_result():
-    return SweepResult([
-        record("baseline", 0.01, 2.1), record("baseline", 0.1, 2.7, max_logit=3e4),
-        record("baseline", 1.0, math.inf, diverged=True, max_logit=math.inf, diverged_at=17),
-        record("qk_norm", 0.01, 2.0), record("qk_norm", 0.1, 2.2), record("qk_norm", 1.0, 2.45),
-    ], PRESETS["quick"], "cpu")
+    return SweepResult(
+        [
+            record("baseline", 0.01, 2.1),
+            record("baseline", 0.1, 2.7, max_logit=3e4),
+            record("baseline", 1.0, math.inf, diverged=True, max_logit=math.inf, diverged_at=17),
+            record("qk_norm", 0.01, 2.0),
+            record("qk_norm", 0.1, 2.2),
+            record("qk_norm", 1.0, 2.45),
+        ],
+        PRESETS["quick"],
+        "cpu",
+    )
 
 
 def test_statuses_follow_the_stated_definition():
     r = fake_result()
-    assert r.survival() == {"baseline": {0.01: "ok", 0.1: "degraded", 1.0: "diverged"},
-                            "qk_norm": {0.01: "ok", 0.1: "ok", 1.0: "ok"}}  # 2.45 is within 0.5 of the best 2.0
+    assert r.survival() == {
+        "baseline": {0.01: "ok", 0.1: "degraded", 1.0: "diverged"},
+        "qk_norm": {0.01: "ok", 0.1: "ok", 1.0: "ok"},
+    }  # 2.45 is within 0.5 of the best 2.0
     assert not r.get("baseline", 0.1).survived and r.get("qk_norm", 1.0)["survived"]
     assert r.get("baseline", 1.0)["final_loss"] == math.inf
     assert r.lrs == [0.01, 0.1, 1.0] and r.variants == ["baseline", "qk_norm"]
     with pytest.raises(KeyError):
         r.get("softcap", 0.1)
     sens = r.sensitivity()
-    assert sens["baseline"] == pytest.approx((0 + 0.6 + 2.1) / 3) and sens["qk_norm"] == pytest.approx((0 + 0.2 + 0.45) / 3)
+    assert sens["baseline"] == pytest.approx((0 + 0.6 + 2.1) / 3) and sens["qk_norm"] == pytest.approx(
+        (0 + 0.2 + 0.45) / 3
+    )
     assert r.sensitivity(lrs=[0.01, 0.1])["baseline"] == pytest.approx(0.3)
     assert "diverged" in experiments.DIVERGED_DEFINITION and "degraded" in experiments.DIVERGED_DEFINITION
 
@@ -169,7 +197,8 @@ def test_an_absurd_learning_rate_is_a_diverged_verdict():
 
 @pytest.mark.slow
 def test_quick_preset_shows_the_mechanism_within_200_steps():
-    """The issue's acceptance claim: at lr 0.3 the 2-layer d_model 64 model's max logit explodes, QK-Norm's stays bounded."""
+    """The issue's acceptance claim: at lr 0.3 the 2-layer d_model 64 model's max logit explodes, QK-Norm's stays
+    bounded."""
     r = stability_sweep([0.3], variants=("baseline", "qk_norm"), preset="quick", progress=False)
     base, qk = r.get("baseline", 0.3), r.get("qk_norm", 0.3)
     assert base.max_attn_logit >= 1e4 * base.max_logit[0]  # orders of magnitude above its start
@@ -231,7 +260,10 @@ def test_attention_check_accepts_right_and_catches_the_rest(capsys):
     assert ex05.check_qk_norm_attention(right_attention).passed
     names = " ".join(c.name for c in ex05.QK_NORM_ATTENTION_CHECK.cases())
     assert "grouped-query" in names and "multi-query" in names and "single token" in names
-    assert ex05.QK_NORM_ATTENTION_CHECK.evaluate(lambda *a: (_ for _ in ()).throw(NotImplementedError())).status == "not-implemented"
+    assert (
+        ex05.QK_NORM_ATTENTION_CHECK.evaluate(lambda *a: (_ for _ in ()).throw(NotImplementedError())).status
+        == "not-implemented"
+    )
 
     def in_place(x, *rest):
         out = right_attention(x, *rest)
@@ -244,9 +276,11 @@ def test_attention_check_accepts_right_and_catches_the_rest(capsys):
 
 def test_softcap_check():
     assert ex05.check_softcap(lambda s, cap: cap * torch.tanh(s / cap)).passed
-    for wrong, words in [(lambda s, cap: cap * torch.tanh(s), "without dividing"),
-                         (lambda s, cap: torch.tanh(s / cap), "without multiplying"),
-                         (lambda s, cap: s.clamp(-cap, cap), "hard clip")]:
+    for wrong, words in [
+        (lambda s, cap: cap * torch.tanh(s), "without dividing"),
+        (lambda s, cap: torch.tanh(s / cap), "without multiplying"),
+        (lambda s, cap: s.clamp(-cap, cap), "hard clip"),
+    ]:
         report = ex05.SOFTCAP_CHECK.evaluate(wrong)
         assert report.status == "failed" and words in report.hint
 
@@ -254,19 +288,24 @@ def test_softcap_check():
 def test_entropy_check():
     right = lambda p: -torch.special.xlogy(p, p).sum(-1)
     assert ex05.check_attention_entropy(right).passed
-    for wrong, words in [(lambda p: -torch.special.xlogy(p, p).sum(-1) / math.log(2), "bits"),
-                         (lambda p: torch.special.xlogy(p, p).sum(-1), "minus sign"),
-                         (lambda p: -torch.special.xlogy(p, p).mean(-1), "mean over keys"),
-                         (lambda p: -torch.special.xlogy(p, p).sum(-2), "wrong dimension"),
-                         (lambda p: -(p * torch.log(p)).sum(-1), "0 * log 0")]:
+    for wrong, words in [
+        (lambda p: -torch.special.xlogy(p, p).sum(-1) / math.log(2), "bits"),
+        (lambda p: torch.special.xlogy(p, p).sum(-1), "minus sign"),
+        (lambda p: -torch.special.xlogy(p, p).mean(-1), "mean over keys"),
+        (lambda p: -torch.special.xlogy(p, p).sum(-2), "wrong dimension"),
+        (lambda p: -(p * torch.log(p)).sum(-1), "0 * log 0"),
+    ]:
         report = ex05.ENTROPY_CHECK.evaluate(wrong)
         assert report.status == "failed" and words in report.hint, (words, report.hint)
 
 
 def test_mini_sweep_check(capsys, monkeypatch):
     def result(variants=("baseline", "qk_norm"), lrs=(0.01, 0.3), base_logit=1e5):
-        recs = [record(v, lr, 2.2, max_logit=(base_logit if v == "baseline" and lr == 0.3 else 20.0))
-                for v in variants for lr in lrs]
+        recs = [
+            record(v, lr, 2.2, max_logit=(base_logit if v == "baseline" and lr == 0.3 else 20.0))
+            for v in variants
+            for lr in lrs
+        ]
         return SweepResult(recs, PRESETS["quick"], "cpu")
 
     def not_yet():

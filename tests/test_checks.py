@@ -1,4 +1,5 @@
 """The learner checks accept the right implementation and reject realistic wrong ones, naming the mistake."""
+
 import torch
 
 from course_utils import checks, norms
@@ -40,7 +41,9 @@ def ignores_gamma_beta(x, gamma=None, beta=None, eps=1e-5):
 
 def in_place(x, gamma=None, beta=None, eps=1e-5):
     x.sub_(x.mean(-1, keepdim=True))
-    return x / torch.sqrt((x**2).mean(-1, keepdim=True) + eps) * (1 if gamma is None else gamma) + (0 if beta is None else beta)
+    return x / torch.sqrt((x**2).mean(-1, keepdim=True) + eps) * (1 if gamma is None else gamma) + (
+        0 if beta is None else beta
+    )
 
 
 def returns_numpy(x, gamma=None, beta=None, eps=1e-5):
@@ -157,7 +160,12 @@ def test_a_nan_producing_mistake_is_not_named_for_a_different_error():
     def nan_mistake(x, gamma=None, beta=None, eps=1e-5):
         return torch.full_like(x, float("nan"), dtype=torch.float64)
 
-    check = checks.FunctionCheck("layer_norm", checks.LAYER_NORM_CHECK.make_cases, 1e-4, "generic hint",
-                                 mistakes={"named NaN mistake": nan_mistake})
+    check = checks.FunctionCheck(
+        "layer_norm",
+        checks.LAYER_NORM_CHECK.make_cases,
+        1e-4,
+        "generic hint",
+        mistakes={"named NaN mistake": nan_mistake},
+    )
     report = check.evaluate(lambda x, gamma=None, beta=None, eps=1e-5: torch.zeros_like(x))
     assert report.status == "failed" and report.hint == "generic hint"

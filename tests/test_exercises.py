@@ -1,4 +1,5 @@
 """exercises/ is generated from solutions/: regenerating must change nothing, and no solution may leak."""
+
 import pytest
 
 from course_utils import exercises, nbtools
@@ -44,11 +45,14 @@ def test_strip_markdown_answer():
     assert strip_solutions("Q?\n### BEGIN SOLUTION\nsecret\n### END SOLUTION", "markdown") == "Q?\nYOUR ANSWER HERE"
 
 
-@pytest.mark.parametrize("src", [
-    "### BEGIN SOLUTION\nx = 1",
-    "x = 1\n### END SOLUTION",
-    "### BEGIN SOLUTION\n### BEGIN SOLUTION\n### END SOLUTION",
-])
+@pytest.mark.parametrize(
+    "src",
+    [
+        "### BEGIN SOLUTION\nx = 1",
+        "x = 1\n### END SOLUTION",
+        "### BEGIN SOLUTION\n### BEGIN SOLUTION\n### END SOLUTION",
+    ],
+)
 def test_unbalanced_markers_are_errors(src):
     with pytest.raises(MarkerError):
         strip_solutions(src, where="test")

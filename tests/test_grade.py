@@ -8,6 +8,7 @@ The adversarial cases, the correct solution (full marks) and the untouched exerc
 every other exercise in solutions/ has its solution graded (full marks), so each new exercise is
 proven gradable as soon as it lands.
 """
+
 from __future__ import annotations
 
 import csv
@@ -67,7 +68,7 @@ def write(nb, path: Path) -> None:
     nbformat.write(nb, str(path))
 
 
-MEMORIZED = '''\
+MEMORIZED = """\
 from course_utils.checks import LAYER_NORM_CHECK as _C
 _MEMO = [(case.args[0], case.expected.float()) for case in _C.cases(0)]  # the examples the notebook shows
 
@@ -76,11 +77,11 @@ def layer_norm(x, gamma=None, beta=None, eps=1e-5):
         if seen.shape == x.shape and torch.equal(seen, x):
             return answer.clone()
     return x.clone()
-'''
+"""
 
 LOOPS_ON_NEW_INPUTS = MEMORIZED.replace("    return x.clone()", "    while True:\n        pass")
 
-ALWAYS_EQUAL = '''\
+ALWAYS_EQUAL = """\
 class AlwaysEqual(float):
     def __eq__(self, other): return True
     def __ne__(self, other): return False
@@ -90,7 +91,7 @@ class AlwaysEqual(float):
 
 def layer_norm(x, gamma=None, beta=None, eps=1e-5):
     return AlwaysEqual(0.0)
-'''
+"""
 
 LYING_TENSOR = '''\
 class Liar(torch.Tensor):
@@ -105,7 +106,7 @@ def layer_norm(x, gamma=None, beta=None, eps=1e-5):
     return x.clone().as_subclass(Liar)
 '''
 
-MONKEYPATCH = '''\
+MONKEYPATCH = """\
 import numpy, builtins, json
 import course_utils, course_utils.checks as checks, course_utils.norms as norms, course_utils.grade_kernel as gk
 from course_utils.checks import CaseResult, CheckReport
@@ -130,9 +131,9 @@ _FORGED = {"status": "ok", "results": [{"output": {"k": "float", "v": "0.0"}, "a
 def _forging_dumps(obj, *args, **kwargs):   # forge the grader's answer files, leave Jupyter's messages alone
     return _real_dumps(_FORGED if isinstance(obj, dict) and "status" in obj else obj, *args, **kwargs)
 json.dumps = _forging_dumps
-'''
+"""
 
-WRITES_FILES = '''\
+WRITES_FILES = """\
 import os, pathlib
 pathlib.Path("results.txt").write_text("scratch")
 os.makedirs("outputs/run1", exist_ok=True)
@@ -140,7 +141,7 @@ for nb in pathlib.Path(".").glob("*.ipynb"):
     nb.write_text("overwritten by the learner's code")   # its own notebook: only the grader's copy
     os.remove(nb)
 pathlib.Path("notes.md").write_text("new notes")
-'''
+"""
 
 
 def build_corpus(root: Path) -> dict:
@@ -157,7 +158,7 @@ def build_corpus(root: Path) -> dict:
             write(nb_or_bytes, path)
         expect[learner] = (status, total)
 
-    good = lambda: completed(EX01)  # noqa: E731
+    good = lambda: completed(EX01)
     put("correct", good(), "graded", 5, name="my final version (1).ipynb")
     write(good(), subs / "correct" / ".ipynb_checkpoints" / "my final version (1)-checkpoint.ipynb")
     put("untouched", untouched(EX01), "graded", 0)
@@ -171,25 +172,45 @@ def build_corpus(root: Path) -> dict:
     (subs / "pdf_only").mkdir(parents=True)
     (subs / "pdf_only" / "ex01.pdf").write_bytes(b"%PDF-1.4 not a notebook")
     expect["pdf_only"] = ("invalid-notebook", 0)
-    put("renamed_function", replace_def(good(), "layer_norm", "def my_layer_norm(x, gamma=None, beta=None, eps=1e-5):\n"
-                                                               "    return x"), "graded", 2)
-    put("raises", replace_def(good(), "layer_norm", "def layer_norm(x, gamma=None, beta=None, eps=1e-5):\n"
-                                                     "    raise ValueError('shapes confuse me')"), "graded", 2)
+    put(
+        "renamed_function",
+        replace_def(good(), "layer_norm", "def my_layer_norm(x, gamma=None, beta=None, eps=1e-5):\n    return x"),
+        "graded",
+        2,
+    )
+    put(
+        "raises",
+        replace_def(
+            good(),
+            "layer_norm",
+            "def layer_norm(x, gamma=None, beta=None, eps=1e-5):\n    raise ValueError('shapes confuse me')",
+        ),
+        "graded",
+        2,
+    )
     put("infinite_loop", add_cell(good(), "while True:\n    pass", at=3), "timeout", 0)
     put("loop_on_new_inputs", replace_def(good(), "layer_norm", LOOPS_ON_NEW_INPUTS), "timeout", 1)
     asks = replace_def(good(), "statistics", "def statistics(x):\n    return float(input('mean?')), 5.0, 5.0 ** 0.5")
     put("calls_input", add_cell(asks, "name = input('What is your name?')", at=2), "graded", 4)
     put("os_exit", add_cell(good(), "import os\nos._exit(3)", at=5), "kernel-died", 0)
     put("segfault", add_cell(good(), "import ctypes\nctypes.string_at(0)", at=5), "kernel-died", 0)
-    put("huge_output", add_cell(good(), "print('x' * 30_000_000)\nfor i in range(100_000):\n    print(i)", at=2),
-        "graded", 5)
+    put(
+        "huge_output",
+        add_cell(good(), "print('x' * 30_000_000)\nfor i in range(100_000):\n    print(i)", at=2),
+        "graded",
+        5,
+    )
     put("writes_files", add_cell(good(), WRITES_FILES, at=2), "graded", 5)
     many = good()
     for i in range(10_000):
         many.cells.append(nbformat.v4.new_code_cell(f"x{i} = {i}"))
     put("ten_thousand_cells", many, "invalid-notebook", 0)
-    put("monkeypatcher", add_cell(replace_def(good(), "layer_norm", MONKEYPATCH), "print('all checks pass, trust me')"),
-        "graded", 0)
+    put(
+        "monkeypatcher",
+        add_cell(replace_def(good(), "layer_norm", MONKEYPATCH), "print('all checks pass, trust me')"),
+        "graded",
+        0,
+    )
     put("breaks_messaging", add_cell(good(), "import json\njson.dumps = lambda *a, **k: '{}'", at=5), "kernel-died", 0)
     put("hard_coded", replace_def(good(), "layer_norm", MEMORIZED), "graded", 2)
     put("always_equal", replace_def(good(), "layer_norm", ALWAYS_EQUAL), "graded", 2)
@@ -206,13 +227,21 @@ def build_corpus(root: Path) -> dict:
 
 
 def snapshot(folder: Path) -> dict:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 def run_grader(*args, cwd: Path, timeout: int = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "course_utils.grade", *map(str, args)], cwd=cwd,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "course_utils.grade", *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def read_rows(path: Path) -> dict:
@@ -228,10 +257,27 @@ def graded(tmp_path_factory):
     root = tmp_path_factory.mktemp("grading")
     expect = build_corpus(root)
     before = snapshot(root / "subs")
-    proc = run_grader("subs", "--out", "out/grades.csv", "--jobs", 2, "--timeout", 60,
-                      "--cell-timeout", CELL_TIMEOUT, "--seed", 20260, cwd=root)
-    return {"root": root, "expect": expect, "before": before, "proc": proc,
-            "rows": read_rows(root / "out" / "grades.csv") if (root / "out" / "grades.csv").exists() else {}}
+    proc = run_grader(
+        "subs",
+        "--out",
+        "out/grades.csv",
+        "--jobs",
+        2,
+        "--timeout",
+        60,
+        "--cell-timeout",
+        CELL_TIMEOUT,
+        "--seed",
+        20260,
+        cwd=root,
+    )
+    return {
+        "root": root,
+        "expect": expect,
+        "before": before,
+        "proc": proc,
+        "rows": read_rows(root / "out" / "grades.csv") if (root / "out" / "grades.csv").exists() else {},
+    }
 
 
 def test_every_submission_gets_a_row_and_exit_status_0(graded):
@@ -243,12 +289,36 @@ def test_every_submission_gets_a_row_and_exit_status_0(graded):
     assert "submissions:" in proc.stdout and "graded" in proc.stdout  # the summary table
 
 
-@pytest.mark.parametrize("learner", [
-    "correct", "untouched", "malformed_json", "empty_file", "wrong_nbformat", "png_not_notebook", "pdf_only",
-    "renamed_function", "raises", "infinite_loop", "loop_on_new_inputs", "calls_input", "os_exit", "segfault",
-    "huge_output", "writes_files", "ten_thousand_cells", "monkeypatcher", "hard_coded", "always_equal",
-    "tensor_subclass", "breaks_messaging", "unknown_exercise", "a_chapter", "ex01_renamed_meta_lost",
-])
+@pytest.mark.parametrize(
+    "learner",
+    [
+        "correct",
+        "untouched",
+        "malformed_json",
+        "empty_file",
+        "wrong_nbformat",
+        "png_not_notebook",
+        "pdf_only",
+        "renamed_function",
+        "raises",
+        "infinite_loop",
+        "loop_on_new_inputs",
+        "calls_input",
+        "os_exit",
+        "segfault",
+        "huge_output",
+        "writes_files",
+        "ten_thousand_cells",
+        "monkeypatcher",
+        "hard_coded",
+        "always_equal",
+        "tensor_subclass",
+        "breaks_messaging",
+        "unknown_exercise",
+        "a_chapter",
+        "ex01_renamed_meta_lost",
+    ],
+)
 def test_status_and_points(graded, learner):
     status, total = graded["expect"][learner]
     row = graded["rows"][learner]
@@ -312,8 +382,9 @@ def test_resume_regrades_only_new_or_changed_submissions_with_identical_grades(g
     state.write_text("\n".join(kept) + "\n" + lines[-1][:40], encoding="utf-8")
     first = read_rows(root / "out" / "grades.csv")
     write(completed(EX01), root / "subs" / "empty_file" / HANDED_OUT)  # a learner hands in again
-    proc = run_grader("subs", "--out", "out/grades.csv", "--jobs", 2, "--timeout", 60,
-                      "--cell-timeout", CELL_TIMEOUT, cwd=root)  # no --seed: the state file's seed is reused
+    proc = run_grader(
+        "subs", "--out", "out/grades.csv", "--jobs", 2, "--timeout", 60, "--cell-timeout", CELL_TIMEOUT, cwd=root
+    )  # no --seed: the state file's seed is reused
     assert proc.returncode == 0, proc.stdout + proc.stderr
     reused = len(graded["expect"]) - 1 - 2  # pdf_only is a folder, not a file: always listed again
     assert f"({reused} unchanged, reused from the state file)" in proc.stdout
@@ -343,18 +414,39 @@ def test_every_exercise_grades_its_solution_with_full_marks(tmp_path):
     for solution in OTHER_SOLUTIONS:
         full = sum(g.points for g in exercise_registry(solution.stem)["graded"])
         row = rows[f"solved_{solution.stem}"]
-        assert (row["exercise"], row["status"], float(row["total"]), float(row["max"])) == \
-            (solution.stem, "graded", full, full), row
+        assert (row["exercise"], row["status"], float(row["total"]), float(row["max"])) == (
+            solution.stem,
+            "graded",
+            full,
+            full,
+        ), row
 
 
 # ------------------------------------------------------------------------------------------------------
 # the plain-data format between the kernel and the grader
 # ------------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("value", [
-    None, True, 3, -2**70, 1.5, float("inf"), "b", (1.0, 2.0), [None, "x"], {"mean": 5.0},
-    torch.tensor([4.0, 6.0, 2.0, 8.0]), torch.randn(2, 3, dtype=torch.float64), torch.randn(3).half(),
-    torch.randn(3).bfloat16(), torch.arange(6).reshape(2, 3), torch.zeros(0, 4), torch.tensor(2.5),
-])
+@pytest.mark.parametrize(
+    "value",
+    [
+        None,
+        True,
+        3,
+        -(2**70),
+        1.5,
+        float("inf"),
+        "b",
+        (1.0, 2.0),
+        [None, "x"],
+        {"mean": 5.0},
+        torch.tensor([4.0, 6.0, 2.0, 8.0]),
+        torch.randn(2, 3, dtype=torch.float64),
+        torch.randn(3).half(),
+        torch.randn(3).bfloat16(),
+        torch.arange(6).reshape(2, 3),
+        torch.zeros(0, 4),
+        torch.tensor(2.5),
+    ],
+)
 def test_plain_values_round_trip(value):
     back = grade_kernel.decode(json.loads(json.dumps(grade_kernel.encode(value))))
     if isinstance(value, torch.Tensor):
@@ -378,15 +470,18 @@ def test_anything_else_is_sent_as_unsupported_and_never_as_an_object():
     assert big["k"] == "unsupported" and "too large" in big["type"]
 
 
-@pytest.mark.parametrize("forged", [
-    {"k": "tensor", "dtype": "float32", "shape": [3], "data": "AAAA"},          # bytes do not fit the shape
-    {"k": "tensor", "dtype": "object", "shape": [1], "data": ""},               # not a numeric dtype
-    {"k": "tensor", "dtype": "float32", "shape": [-1], "data": ""},
-    {"k": "float", "v": 1.0, "extra": 1},
-    {"k": "pickle", "v": "gASVAAAAAAAAAAA="},
-    {"k": "int", "v": 12},
-    ["not", "a", "dict"],
-])
+@pytest.mark.parametrize(
+    "forged",
+    [
+        {"k": "tensor", "dtype": "float32", "shape": [3], "data": "AAAA"},  # bytes do not fit the shape
+        {"k": "tensor", "dtype": "object", "shape": [1], "data": ""},  # not a numeric dtype
+        {"k": "tensor", "dtype": "float32", "shape": [-1], "data": ""},
+        {"k": "float", "v": 1.0, "extra": 1},
+        {"k": "pickle", "v": "gASVAAAAAAAAAAA="},
+        {"k": "int", "v": 12},
+        ["not", "a", "dict"],
+    ],
+)
 def test_forged_answers_are_rejected(forged):
     with pytest.raises(grade_kernel.FormatError):
         grade_kernel.decode(forged)

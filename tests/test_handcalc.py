@@ -4,7 +4,8 @@ from fractions import Fraction
 import pytest
 import torch
 import torch.nn.functional as F
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from course_utils.handcalc import Surd, exact_sqrt, layer_norm_steps, rms_norm_steps
 
@@ -29,10 +30,18 @@ def test_textbook_exercise_range():
     assert round(min(s.normalized), 2) == -1.57 and round(max(s.normalized), 2) == 1.60
 
 
-@pytest.mark.parametrize("q, coefficient, radicand", [
-    (5, 1, 5), (20, 2, 5), (9, 3, 1), (Fraction(9, 4), Fraction(3, 2), 1), (Fraction(1, 2), Fraction(1, 2), 2),
-    (0, 0, 1), (72, 6, 2),
-])
+@pytest.mark.parametrize(
+    "q, coefficient, radicand",
+    [
+        (5, 1, 5),
+        (20, 2, 5),
+        (9, 3, 1),
+        (Fraction(9, 4), Fraction(3, 2), 1),
+        (Fraction(1, 2), Fraction(1, 2), 2),
+        (0, 0, 1),
+        (72, 6, 2),
+    ],
+)
 def test_exact_sqrt_simplifies(q, coefficient, radicand):
     r = exact_sqrt(q)
     assert (r.coefficient, r.radicand) == (coefficient, radicand)
@@ -70,7 +79,9 @@ def test_constant_vector_gives_zeros():
     assert layer_norm_steps([3, 3, 3]).normalized == [0.0, 0.0, 0.0]
 
 
-@pytest.mark.parametrize("bad, exc", [([], ValueError), (["a"], TypeError), ([1, math.nan], ValueError), ([True], TypeError)])
+@pytest.mark.parametrize(
+    "bad, exc", [([], ValueError), (["a"], TypeError), ([1, math.nan], ValueError), ([True], TypeError)]
+)
 def test_bad_values(bad, exc):
     with pytest.raises(exc):
         layer_norm_steps(bad)
@@ -81,6 +92,10 @@ def test_bad_values(bad, exc):
 def test_agrees_with_torch(values):
     x = torch.tensor(values, dtype=torch.float64)
     ln = F.layer_norm(x, (len(values),), eps=1e-3)
-    assert torch.allclose(torch.tensor(layer_norm_steps(values, eps=1e-3).normalized, dtype=torch.float64), ln, atol=1e-9)
+    assert torch.allclose(
+        torch.tensor(layer_norm_steps(values, eps=1e-3).normalized, dtype=torch.float64), ln, atol=1e-9
+    )
     rms = F.rms_norm(x, (len(values),), eps=1e-3)
-    assert torch.allclose(torch.tensor(rms_norm_steps(values, eps=1e-3).normalized, dtype=torch.float64), rms, atol=1e-9)
+    assert torch.allclose(
+        torch.tensor(rms_norm_steps(values, eps=1e-3).normalized, dtype=torch.float64), rms, atol=1e-9
+    )

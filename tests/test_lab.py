@@ -21,8 +21,8 @@ import urllib.error
 import urllib.request
 
 import pytest
-from browser_support import free_port
 
+from browser_support import free_port
 from conftest import ROOT
 
 MAKE = shutil.which("make")

@@ -3,6 +3,7 @@
 Proved offline, without installing: uv.lock records every wheel (name, hash, size), so a walk of its dependency
 graph with a target machine's markers and wheel tags shows what pip would install there (tools/lock.py).
 """
+
 import os
 import re
 import subprocess
@@ -15,8 +16,8 @@ from packaging.specifiers import SpecifierSet
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "tools"))
-import check_python  # noqa: E402
-import lock  # noqa: E402
+import check_python
+import lock
 
 LOCK = lock.load_lock()
 TARGETS = lock.targets()
@@ -41,8 +42,14 @@ def test_the_supported_pythons_are_named_in_one_place_and_everyone_agrees():
 
 @pytest.mark.parametrize(
     "version, verdict",
-    [((3, 10, 13), "too old"), ((3, 11, 0), None), ((3, 11, 2), None), ((3, 13, 9), None), ((3, 14, 0), "newer"),
-     ((2, 7, 18), "too old")],
+    [
+        ((3, 10, 13), "too old"),
+        ((3, 11, 0), None),
+        ((3, 11, 2), None),
+        ((3, 13, 9), None),
+        ((3, 14, 0), "newer"),
+        ((2, 7, 18), "too old"),
+    ],
 )
 def test_check_python_names_the_fix_for_a_python_out_of_range(version, verdict):
     spec, low, high = check_python.supported_range((ROOT / "pyproject.toml").read_text())
@@ -55,7 +62,11 @@ def test_check_python_names_the_fix_for_a_python_out_of_range(version, verdict):
 
 def test_check_python_runs_on_an_old_interpreter_and_fails_with_one_sentence(tmp_path):
     """Its job is to talk to the wrong Python, so it must not need a new one (pyenv holds 3.10 on the dev box)."""
-    old = [p for p in (os.path.expanduser("~/.pyenv/versions/3.10.13/bin/python"), "/usr/bin/python3.10") if os.path.exists(p)]
+    old = [
+        p
+        for p in (os.path.expanduser("~/.pyenv/versions/3.10.13/bin/python"), "/usr/bin/python3.10")
+        if os.path.exists(p)
+    ]
     if not old:
         pytest.skip("no Python 3.10 on this machine")
     result = subprocess.run([old[0], str(ROOT / "tools" / "check_python.py")], capture_output=True, text=True)
@@ -95,8 +106,11 @@ def test_every_package_has_a_wheel_for_every_target(target):
 def test_the_lowest_patch_release_gets_what_it_can_run():
     """soupsieve 4.1.3 requires Python >= 3.11.5 (Debian 12's Python is 3.11.2): the lock gives older ones 2.10."""
     soupsieve = {
-        py: {v for n, v in lock.installed_set(LOCK, lock.Target("linux", "x86_64", py).marker_environment())
-             if n == "soupsieve"}
+        py: {
+            v
+            for n, v in lock.installed_set(LOCK, lock.Target("linux", "x86_64", py).marker_environment())
+            if n == "soupsieve"
+        }
         for py in ("3.11.0", "3.11.2", "3.11.5", "3.13.0")
     }
     assert soupsieve == {"3.11.0": {"2.10"}, "3.11.2": {"2.10"}, "3.11.5": {"4.1.3"}, "3.13.0": {"4.1.3"}}
@@ -164,8 +178,13 @@ def test_torch_is_the_version_the_stored_outputs_were_made_with():
     assert "torch==2.13.0" in (ROOT / "pyproject.toml").read_text()
     makefile = (ROOT / "Makefile").read_text()
     assert "torch==$(TORCH_VERSION)+cpu" in makefile
-    result = subprocess.run(["make", "-s", "-f", "-", "show"], cwd=ROOT, capture_output=True, text=True,
-                            input=makefile + "\nshow:\n\t@echo $(TORCH_VERSION)\n")
+    result = subprocess.run(
+        ["make", "-s", "-f", "-", "show"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        input=makefile + "\nshow:\n\t@echo $(TORCH_VERSION)\n",
+    )
     assert result.stdout.strip() == "2.13.0", result.stderr
 
 
@@ -178,8 +197,12 @@ def readme_size(label):
 
 @pytest.mark.parametrize(
     "label, system, machine, cpu",
-    [("Linux x86_64 (default)", "linux", "x86_64", False), ("Linux aarch64 (default)", "linux", "aarch64", False),
-     ("macOS arm64", "darwin", "arm64", False), ("Linux, `TORCH=cpu`", "linux", "x86_64", True)],
+    [
+        ("Linux x86_64 (default)", "linux", "x86_64", False),
+        ("Linux aarch64 (default)", "linux", "aarch64", False),
+        ("macOS arm64", "darwin", "arm64", False),
+        ("Linux, `TORCH=cpu`", "linux", "x86_64", True),
+    ],
 )
 def test_the_readme_download_sizes_match_the_lock(label, system, machine, cpu):
     sizes = lock.download_bytes(LOCK, lock.Target(system, machine, "3.11.0"), cpu=cpu)

@@ -1,4 +1,5 @@
 """The shared core of chapters 04 and 05: TinyGPT's config switches, attention paths, RoPE, the corpus."""
+
 import itertools
 import math
 
@@ -11,7 +12,9 @@ from course_utils.model import GPTConfig, TinyGPT, lm_loss, parameter_count
 
 CONFIGS = [
     GPTConfig(norm=n, placement=p, qk_norm=q, n_kv_head=kv, n_layer=2, vocab_size=40, block_size=16)
-    for n, p, q, kv in itertools.product(("layernorm", "rmsnorm"), ("pre", "post", "peri"), (None, "head", "full"), (None, 2))
+    for n, p, q, kv in itertools.product(
+        ("layernorm", "rmsnorm"), ("pre", "post", "peri"), (None, "head", "full"), (None, 2)
+    )
 ]
 
 
@@ -135,8 +138,12 @@ def test_training_loop_records_and_detects_divergence():
     corpus = Corpus(n_sentences=500)
     torch.manual_seed(0)
     model = TinyGPT(GPTConfig(vocab_size=corpus.vocab_size, block_size=16))
-    h = train(model, corpus, TrainConfig(steps=20, batch_size=4, block_size=16, lr=3e-3, warmup=5, record_every=5),
-              progress=False)
+    h = train(
+        model,
+        corpus,
+        TrainConfig(steps=20, batch_size=4, block_size=16, lr=3e-3, warmup=5, record_every=5),
+        progress=False,
+    )
     assert len(h.losses) == 20 and h.probe_steps == [0, 5, 10, 15, 19] and not h.diverged
     assert h.lrs[0] == pytest.approx(3e-3 / 5) and h.lrs[-1] == pytest.approx(3e-3)
     assert math.isfinite(evaluate(model, corpus, batch_size=4, block_size=16, batches=2))

@@ -1,10 +1,12 @@
 """The reference norms against torch.nn.functional: shapes 1-d..4-d, four dtypes, several eps, affine or not."""
+
 import math
 
 import pytest
 import torch
 import torch.nn.functional as F
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from course_utils import norms
 
@@ -30,8 +32,13 @@ def random_input(shape, dtype, seed, scale=3.0):
 
 
 @settings(max_examples=60, deadline=None)
-@given(shape=shapes, dtype=st.sampled_from(DTYPES), eps=st.sampled_from(EPS[1:]),
-       affine=st.booleans(), seed=st.integers(0, 10_000))
+@given(
+    shape=shapes,
+    dtype=st.sampled_from(DTYPES),
+    eps=st.sampled_from(EPS[1:]),
+    affine=st.booleans(),
+    seed=st.integers(0, 10_000),
+)
 def test_layer_norm_matches_torch(shape, dtype, eps, affine, seed):
     x = random_input(shape, dtype, seed)
     d = shape[-1]
@@ -44,8 +51,13 @@ def test_layer_norm_matches_torch(shape, dtype, eps, affine, seed):
 
 
 @settings(max_examples=60, deadline=None)
-@given(shape=shapes, dtype=st.sampled_from(DTYPES), eps=st.sampled_from(EPS),
-       affine=st.booleans(), seed=st.integers(0, 10_000))
+@given(
+    shape=shapes,
+    dtype=st.sampled_from(DTYPES),
+    eps=st.sampled_from(EPS),
+    affine=st.booleans(),
+    seed=st.integers(0, 10_000),
+)
 def test_rms_norm_matches_torch(shape, dtype, eps, affine, seed):
     x = random_input(shape, dtype, seed)
     d = shape[-1]
@@ -163,16 +175,19 @@ CALLS = {
 
 
 @pytest.mark.parametrize("name", CALLS)
-@pytest.mark.parametrize("bad, exc, words", [
-    (dict(x=torch.ones(4, 3, dtype=torch.int64)), TypeError, "dtype torch.int64"),
-    (dict(x=torch.ones(4, 3), weight=torch.ones(4)), ValueError, "weight has shape (4,), expected (3,)"),
-    (dict(x=torch.ones(4, 3), eps=-1e-5), ValueError, "eps must be >= 0"),
-    (dict(x=torch.ones(4, 3), eps=math.nan), ValueError, "eps must be finite"),
-    (dict(x=torch.ones(4, 3), eps=math.inf), ValueError, "eps must be finite"),
-    (dict(x=torch.tensor(1.0)), ValueError, "0-d tensor"),
-    (dict(x=[1.0, 2.0]), TypeError, "must be a torch.Tensor"),
-    (dict(x=torch.ones(4, 3), eps="1e-5"), TypeError, "eps must be a real number"),
-])
+@pytest.mark.parametrize(
+    "bad, exc, words",
+    [
+        (dict(x=torch.ones(4, 3, dtype=torch.int64)), TypeError, "dtype torch.int64"),
+        (dict(x=torch.ones(4, 3), weight=torch.ones(4)), ValueError, "weight has shape (4,), expected (3,)"),
+        (dict(x=torch.ones(4, 3), eps=-1e-5), ValueError, "eps must be >= 0"),
+        (dict(x=torch.ones(4, 3), eps=math.nan), ValueError, "eps must be finite"),
+        (dict(x=torch.ones(4, 3), eps=math.inf), ValueError, "eps must be finite"),
+        (dict(x=torch.tensor(1.0)), ValueError, "0-d tensor"),
+        (dict(x=[1.0, 2.0]), TypeError, "must be a torch.Tensor"),
+        (dict(x=torch.ones(4, 3), eps="1e-5"), TypeError, "eps must be a real number"),
+    ],
+)
 def test_bad_input_raises_a_clear_error(name, bad, exc, words):
     bad = dict(bad)
     x = bad.pop("x")

@@ -2,6 +2,7 @@
 
 (nbval itself, run by the same `pytest`, re-executes every notebook and compares each stored output.)
 """
+
 import io
 import json
 import re
@@ -56,9 +57,25 @@ def test_chapters_exist_in_order():
 
 
 def nbval(paths, cwd):
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval", "--nbval-current-env",
-           "--nbval-sanitize-with", str(ROOT / "tests" / "nbval_sanitize.cfg"), "-o", "addopts=", "-o", "testpaths=",
-           "--rootdir", str(cwd), *map(str, paths)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--nbval",
+        "--nbval-current-env",
+        "--nbval-sanitize-with",
+        str(ROOT / "tests" / "nbval_sanitize.cfg"),
+        "-o",
+        "addopts=",
+        "-o",
+        "testpaths=",
+        "--rootdir",
+        str(cwd),
+        *map(str, paths),
+    ]
     return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=600)
 
 
@@ -66,7 +83,11 @@ def nbval(paths, cwd):
 def test_editing_a_stored_output_fails_nbval(tmp_path):
     src = ROOT / "chapters" / "01_layernorm_by_hand.ipynb"
     nb = json.loads(src.read_text())
-    cell = next(c for c in nb["cells"] if c["cell_type"] == "code" and any("range:" in "".join(o.get("text", "")) for o in c["outputs"]))
+    cell = next(
+        c
+        for c in nb["cells"]
+        if c["cell_type"] == "code" and any("range:" in "".join(o.get("text", "")) for o in c["outputs"])
+    )
     out = next(o for o in cell["outputs"] if "range:" in "".join(o.get("text", "")))
     original = "".join(out["text"])
     assert "[-1.57, 1.60]" in original
@@ -96,7 +117,7 @@ def comments_in(source):
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
     except (tokenize.TokenError, SyntaxError):  # not plain Python (an unclosed bracket...): judge every '#'
-        return {i: line[line.index("#"):] for i, line in enumerate(lines) if "#" in line}
+        return {i: line[line.index("#") :] for i, line in enumerate(lines) if "#" in line}
     return {t.start[0] - 1: t.string for t in tokens if t.type == tokenize.COMMENT}
 
 
@@ -140,17 +161,20 @@ def notebook_of(*sources, tags=()):
     return nb
 
 
-@pytest.mark.parametrize("line", [
-    "# NBVAL_IGNORE_OUTPUT  (versions and the device differ between machines)",  # the welcome chapter had this
-    "# NBVAL_IGNORE_OUTPUT: timings vary",
-    "# NBVAL_IGNORE_OUTPUTS",
-    "# nbval_ignore_output",
-    "# NBVAL-IGNORE-OUTPUT",
-    "# NBVAL IGNORE OUTPUT",
-    "# NBVAL_SKIPP",
-    "print(elapsed)  # NBVAL_IGNORE_OUTPUT",
-    "# see NBVAL_IGNORE_OUTPUT in the cell above",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "# NBVAL_IGNORE_OUTPUT  (versions and the device differ between machines)",  # the welcome chapter had this
+        "# NBVAL_IGNORE_OUTPUT: timings vary",
+        "# NBVAL_IGNORE_OUTPUTS",
+        "# nbval_ignore_output",
+        "# NBVAL-IGNORE-OUTPUT",
+        "# NBVAL IGNORE OUTPUT",
+        "# NBVAL_SKIPP",
+        "print(elapsed)  # NBVAL_IGNORE_OUTPUT",
+        "# see NBVAL_IGNORE_OUTPUT in the cell above",
+    ],
+)
 def test_a_malformed_comment_marker_is_reported(line):
     problems = nbval_marker_problems(notebook_of(f"import time\n{line}\nprint(1)"))
     assert problems == [f"Cell 0: nbval does not read {line.strip()!r} as a marker"]
@@ -167,15 +191,18 @@ def test_conflicting_markers_are_reported():
     assert len(problems) == 1 and problems[0].startswith("Cell 1: Conflicting comment markers")
 
 
-@pytest.mark.parametrize("source", [
-    "# NBVAL_IGNORE_OUTPUT\nprint(1)",
-    "import time\n   #NBVAL_SKIP   \nprint(1)",
-    "## NBVAL_RAISES_EXCEPTION\nraise ValueError",
-    "# NBVAL_CHECK_OUTPUT",
-    'print("run pytest --nbval to check the stored outputs")  # a string, not a comment',
-    'text = """\nthe # NBVAL_IGNORE_OUTPUT marker\n"""',
-    "# versions differ between machines: the asserts below hold everywhere",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "# NBVAL_IGNORE_OUTPUT\nprint(1)",
+        "import time\n   #NBVAL_SKIP   \nprint(1)",
+        "## NBVAL_RAISES_EXCEPTION\nraise ValueError",
+        "# NBVAL_CHECK_OUTPUT",
+        'print("run pytest --nbval to check the stored outputs")  # a string, not a comment',
+        'text = """\nthe # NBVAL_IGNORE_OUTPUT marker\n"""',
+        "# versions differ between machines: the asserts below hold everywhere",
+    ],
+)
 def test_a_marker_nbval_honours_or_no_marker_is_not_reported(source):
     tags = ["nbval-ignore-output", "raises-exception", "hide-input"]
     assert nbval_marker_problems(notebook_of(source, tags=tags)) == []
@@ -193,15 +220,18 @@ def test_the_welcome_chapter_with_its_old_malformed_marker_is_reported():
 @pytest.mark.slow
 def test_nbval_compares_a_cell_whose_marker_it_does_not_read(tmp_path):
     """The premise of the marker test, checked on nbval itself: a malformed marker is no marker at all."""
-    nb = notebook_of("# NBVAL_IGNORE_OUTPUT\nprint('made on this machine')",
-                     "# NBVAL_IGNORE_OUTPUT  (differs between machines)\nprint('made on this machine')")
+    nb = notebook_of(
+        "# NBVAL_IGNORE_OUTPUT\nprint('made on this machine')",
+        "# NBVAL_IGNORE_OUTPUT  (differs between machines)\nprint('made on this machine')",
+    )
     for cell in nb.cells:
         cell.execution_count = 1
         cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="made on another machine\n")]
     path = tmp_path / "markers.ipynb"
     nbformat.write(nb, str(path))
     assert nbval_marker_problems(nb) == [
-        "Cell 1: nbval does not read '# NBVAL_IGNORE_OUTPUT  (differs between machines)' as a marker"]
+        "Cell 1: nbval does not read '# NBVAL_IGNORE_OUTPUT  (differs between machines)' as a marker"
+    ]
     result = nbval([path], tmp_path)
     assert "1 failed, 1 passed" in result.stdout, result.stdout[-2000:]
     assert "FAILED markers.ipynb::Cell 1" in result.stdout

@@ -5,6 +5,7 @@ back: the number of slides a presenter steps through must be sensible, the deck 
 slide metadata (a `slide` cell opens a horizontal slide, a `subslide` a vertical one, `skip` cells are left
 out, `notes` become speaker notes), and every slide must open with a heading.
 """
+
 import json
 import re
 import shlex
@@ -31,7 +32,15 @@ def makefile_slide_flags():
 
 
 def build_decks(notebooks, out_dir):
-    cmd = [sys.executable, "-m", "nbconvert", *makefile_slide_flags(), "--output-dir", str(out_dir), *map(str, notebooks)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "nbconvert",
+        *makefile_slide_flags(),
+        "--output-dir",
+        str(out_dir),
+        *map(str, notebooks),
+    ]
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     return {nb.stem: out_dir / f"{nb.stem}.slides.html" for nb in notebooks}
@@ -44,9 +53,9 @@ class Deck(HTMLParser):
         super().__init__()
         self.in_slides = False
         self.depth = 0
-        self.open_cells = []      # per open <section>: how many cells it holds directly
-        self.horizontal = 0       # top-level sections (left/right in reveal.js)
-        self.slides = []          # the slides a presenter steps through: sections that hold cells
+        self.open_cells = []  # per open <section>: how many cells it holds directly
+        self.horizontal = 0  # top-level sections (left/right in reveal.js)
+        self.slides = []  # the slides a presenter steps through: sections that hold cells
         self.cells = 0
         self.notes = 0
         self.in_notes = False
@@ -100,7 +109,8 @@ def test_each_chapter_is_a_real_deck(decks, path):
 
     assert MIN_SLIDES <= len(deck.slides) <= MAX_SLIDES, (
         f"{path.name}: {len(deck.slides)} slides; mark section starts `slide` and sub-sections `subslide` "
-        f"(View -> Cell Toolbar / the property inspector's Slide Type) so the deck has {MIN_SLIDES}-{MAX_SLIDES}")
+        f"(View -> Cell Toolbar / the property inspector's Slide Type) so the deck has {MIN_SLIDES}-{MAX_SLIDES}"
+    )
     # the deck follows the metadata: the first cell always opens a slide
     opens_horizontal = types.count("slide") + (types[0] != "slide")
     opens_slide = opens_horizontal + types.count("subslide")
@@ -118,7 +128,8 @@ def test_every_slide_opens_with_a_heading(path):
         if kind in ("slide", "subslide") or i == 0:
             source = "".join(cell["source"]).lstrip()
             assert cell["cell_type"] == "markdown" and source.startswith("#"), (
-                f"{path.name} cell {i} opens a {kind if kind != '-' else 'first'} slide but is not a Markdown heading")
+                f"{path.name} cell {i} opens a {kind if kind != '-' else 'first'} slide but is not a Markdown heading"
+            )
 
 
 def test_the_deck_reader_follows_slide_metadata(tmp_path):
@@ -131,13 +142,21 @@ def test_the_deck_reader_follows_slide_metadata(tmp_path):
             cell.metadata["slideshow"] = {"slide_type": kind}
         return cell
 
-    cells = [md("# Title", "slide"), md("hidden", "skip"), md("## Part A", "slide"), md("### A.1", "subslide"),
-             md("a point", "fragment"), md("say this aloud", "notes"), md("## Part B", "slide"), md("more")]
+    cells = [
+        md("# Title", "slide"),
+        md("hidden", "skip"),
+        md("## Part A", "slide"),
+        md("### A.1", "subslide"),
+        md("a point", "fragment"),
+        md("say this aloud", "notes"),
+        md("## Part B", "slide"),
+        md("more"),
+    ]
     path = tmp_path / "tiny.ipynb"
     nbformat.write(nbformat.v4.new_notebook(cells=cells), str(path))
     deck = Deck(build_decks([path], tmp_path / "out")["tiny"].read_text())
-    assert deck.horizontal == 3                 # Title | Part A (+ A.1 below it) | Part B
-    assert deck.slides == [1, 1, 2, 2]         # cells per slide: Title; Part A; A.1 + fragment; Part B + more
+    assert deck.horizontal == 3  # Title | Part A (+ A.1 below it) | Part B
+    assert deck.slides == [1, 1, 2, 2]  # cells per slide: Title; Part A; A.1 + fragment; Part B + more
     assert (deck.cells, deck.notes, deck.fragments) == (6, 1, 1)  # 8 cells less the skipped one and the notes
     assert "hidden" not in (tmp_path / "out" / "tiny.slides.html").read_text().split('class="slides"')[1]
 
@@ -146,8 +165,13 @@ def test_the_deck_reader_follows_slide_metadata(tmp_path):
 # the instructor guide that goes with the decks
 # --------------------------------------------------------------------------------------------------
 INSTRUCTOR = ROOT / "instructor"
-GUIDE_SECTIONS = ["## Learning goals", "## Suggested timing", "## What to draw on the board",
-                  "## Where learners stumble", "## Check questions"]
+GUIDE_SECTIONS = [
+    "## Learning goals",
+    "## Suggested timing",
+    "## What to draw on the board",
+    "## Where learners stumble",
+    "## Check questions",
+]
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
@@ -166,9 +190,14 @@ def test_check_question_answers_match_the_chapters():
     for page in sorted(INSTRUCTOR.glob("[0-9][0-9]_*.md")):
         chapter = ROOT / "chapters" / f"{page.stem}.ipynb"
         assert chapter.exists(), f"{page.name} has no chapter"
-        shown = "\n".join("".join(o.get("data", {}).get("text/markdown", "")) for c in json.loads(chapter.read_text())["cells"]
-                          for o in c.get("outputs", []))
-        answers = re.findall(r"\*\*Question (\d+)\.\*\*.*?<summary>Show the answer</summary>\s*\*\*\((\w)\)\*\*", shown, re.S)
+        shown = "\n".join(
+            "".join(o.get("data", {}).get("text/markdown", ""))
+            for c in json.loads(chapter.read_text())["cells"]
+            for o in c.get("outputs", [])
+        )
+        answers = re.findall(
+            r"\*\*Question (\d+)\.\*\*.*?<summary>Show the answer</summary>\s*\*\*\((\w)\)\*\*", shown, re.S
+        )
         on_page = re.findall(r"^(\d+)\. \*\*.*?→\s+\*\*\((\w)\)", page.read_text(), re.M | re.S)
         assert on_page == answers, f"{page.name}: answers {on_page} vs the chapter's {answers}"
 
