@@ -34,8 +34,10 @@ def code_cells(nb):
 
 
 def strip_volatile(nb) -> nbformat.NotebookNode:
-    """Remove what changes from run to run without meaning anything: widget ids and state, timings."""
+    """Remove what changes from run to run without meaning anything: widget ids and state, timings, and the
+    Python patch version of the machine that ran it (language_info.version: 3.11.2 on Debian 12, 3.11.7 here)."""
     nb.metadata.pop("widgets", None)
+    nb.metadata.get("language_info", {}).pop("version", None)
     for cell in nb.cells:
         cell.metadata.pop("execution", None)
         if cell.cell_type != "code":
