@@ -10,7 +10,8 @@ what the environment variables name (every one optional):
                                         imports: it loads the native libraries of the real platform)
     COURSE_FAKE_TORCH=2.13.0+cu130      torch.__version__ (torch.version.cuda too when the tag is cuNNN)
     COURSE_FAKE_GPU="NVIDIA H200"       a CUDA GPU (torch.cuda.is_available(), .device_count(), .get_device_name())
-                                        and Apple's MPS (torch.backends.mps.is_available()) both report present
+                                        and Apple's MPS (torch.backends.mps.is_available()) both report present,
+                                        to every caller but torch's own modules (see _outside_torch)
 
 Only the answers to those questions change, not the machine: a faked GPU cannot run anything, so the code
 under test must keep computing on the CPU (the tests set COURSE_DEVICE=cpu, as on a real GPU machine).
@@ -82,10 +83,22 @@ def _fake_torch(torch):
         torch.version.cuda = f"{tag[2:-1]}.{tag[-1]}" if tag.startswith("cu") and tag[2:].isdigit() else None
     gpu = os.environ.get("COURSE_FAKE_GPU")
     if gpu:
-        torch.cuda.is_available = lambda: True
-        torch.cuda.device_count = lambda: 1
-        torch.cuda.get_device_name = lambda device=None: gpu
-        torch.backends.mps.is_available = lambda: True
+        torch.cuda.is_available = _outside_torch(torch.cuda.is_available, lambda: True)
+        torch.cuda.device_count = _outside_torch(torch.cuda.device_count, lambda: 1)
+        torch.cuda.get_device_name = _outside_torch(torch.cuda.get_device_name, lambda device=None: gpu)
+        torch.backends.mps.is_available = _outside_torch(torch.backends.mps.is_available, lambda: True)
+
+
+def _outside_torch(real, fake):
+    """`fake` for the course's code, the notebooks and the tests; `real` for torch's own modules. PyTorch's CUDA
+    build asks torch.cuda.is_available() inside optimizer.step() and then talks to the driver: a GPU faked for
+    torch itself would crash a machine without one (seen with 2.13.0+cu130 on a CPU-only machine)."""
+
+    def answer(*args, **kwargs):
+        caller = sys._getframe(1).f_globals.get("__name__", "")
+        return real(*args, **kwargs) if caller == "torch" or caller.startswith("torch.") else fake(*args, **kwargs)
+
+    return answer
 
 
 class _PatchTorchOnImport:
