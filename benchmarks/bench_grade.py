@@ -67,7 +67,7 @@ def plain_execute(path: Path) -> float:
     and the kernel stopped at once at the end (nbclient's default waits for a graceful shutdown)."""
     from nbclient import NotebookClient
 
-    from course_utils.grade_run import _kernel_env
+    from course_utils.grading.run import _kernel_env
 
     nb = nbformat.read(path, as_version=4)
     start = time.perf_counter()
@@ -82,7 +82,7 @@ def plain_execute(path: Path) -> float:
 
 
 def grade_one(path: Path) -> float:
-    from course_utils.grade_run import grade_submission
+    from course_utils.grading.run import grade_submission
 
     task = {
         "path": str(path),

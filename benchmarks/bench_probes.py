@@ -8,7 +8,7 @@ layers' `record` switch). Off, they should cost nothing: the hooks are removed w
 block ends, and an attention layer that records nothing takes torch's fused kernel. To check, the
 same training step (forward, backward, AdamW update) is timed on
 
-* **plain**: `PlainGPT` below, a minimal Pre-LN GPT written without any probe machinery, and
+* **plain**: `PlainGPT` (benchmarks/plain_gpt.py), a minimal Pre-LN GPT without any probe machinery, and
 * **probes off**: TinyGPT with the same weights, after every probe has been switched on and off once,
 * **probes on** (for scale): TinyGPT inside all three probes at once,
 
@@ -28,8 +28,6 @@ import time
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
-from torch import nn
 
 try:
     from course_utils.model import GPTConfig, TinyGPT, lm_loss
@@ -38,81 +36,12 @@ except ImportError:  # run from a checkout without `pip install -e .`
     from course_utils.model import GPTConfig, TinyGPT, lm_loss
 from course_utils.probes import AttentionProbe, GradNormProbe, HiddenNormProbe
 
-__all__ = ["PlainAttention", "PlainGPT", "measure_probe_overhead", "main"]
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # plain_gpt.py, next to this script
+from plain_gpt import PlainGPT, copy_weights
+
+__all__ = ["measure_probe_overhead", "main"]
 
 TARGET = 1.05
-
-
-class PlainAttention(nn.Module):
-    """TinyGPT's attention (q, k, v, o projections, RoPE, fused causal kernel) without the probe switch."""
-
-    def __init__(self, d: int, n_head: int, block_size: int):
-        super().__init__()
-        self.n_head, self.d_head = n_head, d // n_head
-        self.q_proj, self.k_proj = nn.Linear(d, d, bias=False), nn.Linear(d, d, bias=False)
-        self.v_proj, self.o_proj = nn.Linear(d, d, bias=False), nn.Linear(d, d, bias=False)
-        dh = self.d_head
-        inv = 10000.0 ** (-torch.arange(0, dh, 2, dtype=torch.float32) / dh)
-        ang = torch.outer(torch.arange(block_size, dtype=torch.float32), inv)
-        self.register_buffer("cos", torch.cat([ang.cos()] * 2, -1), persistent=False)
-        self.register_buffer("sin", torch.cat([ang.sin()] * 2, -1), persistent=False)
-
-    def _rope(self, t):
-        T = t.shape[-2]
-        a, b = t.chunk(2, dim=-1)
-        return t * self.cos[:T] + torch.cat([-b, a], -1) * self.sin[:T]
-
-    def forward(self, x):
-        B, T, d = x.shape
-        heads = lambda t: t.view(B, T, self.n_head, self.d_head).transpose(1, 2)
-        q, k, v = heads(self.q_proj(x)), heads(self.k_proj(x)), heads(self.v_proj(x))
-        y = F.scaled_dot_product_attention(self._rope(q), self._rope(k), v, is_causal=True)
-        return self.o_proj(y.transpose(1, 2).reshape(B, T, d))
-
-
-class PlainGPT(nn.Module):
-    """A Pre-LN GPT with TinyGPT's layers and weights, written without any probe machinery."""
-
-    def __init__(self, vocab: int, d: int, n_layer: int, n_head: int, block_size: int):
-        super().__init__()
-        self.embed = nn.Embedding(vocab, d)
-        self.layers = nn.ModuleList(
-            nn.ModuleDict(
-                {
-                    "ln1": nn.LayerNorm(d),
-                    "attn": PlainAttention(d, n_head, block_size),
-                    "ln2": nn.LayerNorm(d),
-                    "up": nn.Linear(d, 4 * d, bias=False),
-                    "down": nn.Linear(4 * d, d, bias=False),
-                }
-            )
-            for _ in range(n_layer)
-        )
-        self.ln_f = nn.LayerNorm(d)
-        self.head = nn.Linear(d, vocab, bias=False)
-
-    def forward(self, idx):
-        x = self.embed(idx)
-        for layer in self.layers:
-            x = x + layer["attn"](layer["ln1"](x))
-            x = x + layer["down"](F.gelu(layer["up"](layer["ln2"](x))))
-        return self.head(self.ln_f(x))
-
-    @torch.no_grad()
-    def copy_from(self, model: TinyGPT) -> PlainGPT:
-        self.embed.weight.copy_(model.embed.weight)
-        for mine, block in zip(self.layers, model.blocks):
-            for name in ("q_proj", "k_proj", "v_proj", "o_proj"):
-                getattr(mine["attn"], name).weight.copy_(getattr(block.attn, name).weight)
-            for name, norm in (("ln1", block.norm1), ("ln2", block.norm2)):
-                mine[name].weight.copy_(norm.weight)
-                mine[name].bias.copy_(norm.bias)
-            mine["up"].weight.copy_(block.mlp.up.weight)
-            mine["down"].weight.copy_(block.mlp.down.weight)
-        self.ln_f.weight.copy_(model.norm_f.weight)
-        self.ln_f.bias.copy_(model.norm_f.bias)
-        self.head.weight.copy_(model.lm_head.weight)
-        return self
 
 
 class _AllProbes:
@@ -143,7 +72,7 @@ def measure_probe_overhead(
     torch.manual_seed(seed)
     cfg = GPTConfig(vocab_size=vocab, block_size=seq, n_layer=n_layer, n_head=n_head, d_model=d_model)
     tiny = TinyGPT(cfg)
-    plain = PlainGPT(vocab, d_model, n_layer, n_head, seq).copy_from(tiny)
+    plain = copy_weights(tiny, PlainGPT(vocab, d_model, n_layer, n_head, seq))
     g = torch.Generator().manual_seed(seed)
     x, y = torch.randint(0, vocab, (batch, seq), generator=g), torch.randint(0, vocab, (batch, seq), generator=g)
     with torch.no_grad():

@@ -6,9 +6,9 @@
 1. **Quick sweep** (CPU): the wall time of the chapter's `stability_sweep` on the quick preset (4 variants x
    its learning-rate grid), as the chapter runs it.
 2. **Overhead of TinyGPT**: the training-step time (forward, backward, AdamW) of `TinyGPT` with per-head QK-Norm
-   against `PlainGPT`, a plain torch model of exactly the same math (same weights, same logits: the script checks
-   it) written without config switches, probes or helper classes. Both are timed round by round, interleaved, on
-   the same batches; the ratio of the medians should be at most 1.10.
+   against `PlainGPT` (benchmarks/plain_gpt.py), a plain torch model of exactly the same math (same weights, same
+   logits: the script checks it) written without config switches, probes or helper classes. Both are timed round
+   by round, interleaved, on the same batches; the ratio of the medians should be at most 1.10.
 3. **GPU** (only with CUDA): tokens per second of a training step of the gpu preset's model in bf16 autocast,
    and the wall time of the gpu preset's whole sweep. Without CUDA it prints why it is skipped.
 """
@@ -22,8 +22,6 @@ import time
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
-from torch import nn
 
 try:
     from course_utils import experiments
@@ -34,76 +32,21 @@ except ImportError:  # run from a checkout without `pip install -e .`
 from course_utils.model import TinyGPT, lm_loss
 from course_utils.training import _autocast
 
-__all__ = ["PlainGPT", "copy_weights", "step_time_ratio", "quick_sweep_time", "gpu_plan", "gpu_benchmark", "main"]
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # plain_gpt.py, next to this script
+from plain_gpt import PlainGPT, copy_weights
+
+__all__ = ["step_time_ratio", "quick_sweep_time", "gpu_plan", "gpu_benchmark", "main"]
 
 RATIO_TARGET = 1.10
-
-
-# ----------------------------------------------------------------------------------------------------
-# the plain model: TinyGPT's math (pre-LN, LayerNorm, per-head QK-Norm, RoPE, GELU MLP), nothing else
-# ----------------------------------------------------------------------------------------------------
-class PlainGPT(nn.Module):
-    def __init__(self, vocab: int, d: int, n_layer: int, n_head: int, block_size: int):
-        super().__init__()
-        self.n_head, self.d_head = n_head, d // n_head
-        self.embed = nn.Embedding(vocab, d)
-        self.layers = nn.ModuleList()
-        for _ in range(n_layer):
-            layer = nn.Module()
-            layer.ln1 = nn.LayerNorm(d)
-            layer.wq, layer.wk = nn.Linear(d, d, bias=False), nn.Linear(d, d, bias=False)
-            layer.wv, layer.wo = nn.Linear(d, d, bias=False), nn.Linear(d, d, bias=False)
-            layer.q_gain, layer.k_gain = nn.Module(), nn.Module()  # holders keep TinyGPT's parameter order
-            layer.q_gain.weight = nn.Parameter(torch.ones(self.d_head))
-            layer.k_gain.weight = nn.Parameter(torch.ones(self.d_head))
-            layer.ln2 = nn.LayerNorm(d)
-            layer.up, layer.down = nn.Linear(d, 4 * d, bias=False), nn.Linear(4 * d, d, bias=False)
-            self.layers.append(layer)
-        self.ln_f = nn.LayerNorm(d)
-        self.head = nn.Linear(d, vocab, bias=False)
-        half = self.d_head // 2
-        inv_freq = 10000.0 ** (-torch.arange(0, self.d_head, 2, dtype=torch.float32) / self.d_head)
-        angles = torch.outer(torch.arange(block_size, dtype=torch.float32), inv_freq)
-        self.register_buffer("cos", torch.cat([angles.cos()] * 2, -1), persistent=False)
-        self.register_buffer("sin", torch.cat([angles.sin()] * 2, -1), persistent=False)
-        self.half = half
-
-    def rope(self, t):
-        T = t.shape[-2]
-        rotated = torch.cat([-t[..., self.half :], t[..., : self.half]], dim=-1)
-        return t * self.cos[:T].to(t.dtype) + rotated * self.sin[:T].to(t.dtype)
-
-    def forward(self, idx):
-        B, T = idx.shape
-        x = self.embed(idx)
-        for L in self.layers:
-            h = L.ln1(x)
-            q = L.wq(h).view(B, T, self.n_head, self.d_head).transpose(1, 2)
-            k = L.wk(h).view(B, T, self.n_head, self.d_head).transpose(1, 2)
-            v = L.wv(h).view(B, T, self.n_head, self.d_head).transpose(1, 2)
-            q = self.rope(F.rms_norm(q, (self.d_head,), L.q_gain.weight, 1e-6))
-            k = self.rope(F.rms_norm(k, (self.d_head,), L.k_gain.weight, 1e-6))
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-            x = x + L.wo(y.transpose(1, 2).reshape(B, T, -1))
-            x = x + L.down(F.gelu(L.up(L.ln2(x))))
-        return self.head(self.ln_f(x))
-
-
-def copy_weights(tiny: TinyGPT, plain: PlainGPT) -> None:
-    """Give plain the weights of tiny (the two list their parameters in the same order)."""
-    ours, theirs = list(tiny.parameters()), list(plain.parameters())
-    if [p.shape for p in ours] != [p.shape for p in theirs]:
-        raise ValueError("TinyGPT and PlainGPT do not have the same parameter shapes")
-    with torch.no_grad():
-        for a, b in zip(ours, theirs):
-            b.copy_(a)
 
 
 def _models(preset: str = "quick", seed: int = 0):
     model_cfg, train_cfg, corpus = experiments.build_run(preset, "qk_norm", 1e-3, seed)
     torch.manual_seed(seed)
     tiny = TinyGPT(model_cfg)
-    plain = PlainGPT(model_cfg.vocab_size, model_cfg.d_model, model_cfg.n_layer, model_cfg.n_head, model_cfg.block_size)
+    plain = PlainGPT(
+        model_cfg.vocab_size, model_cfg.d_model, model_cfg.n_layer, model_cfg.n_head, model_cfg.block_size, qk_norm=True
+    )
     copy_weights(tiny, plain)
     return tiny, plain, train_cfg, corpus
 

@@ -3,7 +3,7 @@
 Modules (import what you need; importing this package loads none of them, so it costs nothing):
     norms       reference LayerNorm, RMSNorm, BatchNorm (functions and nn.Modules)
     handcalc    exact, step-by-step hand computations (layer_norm_steps, rms_norm_steps)
-    checks      the exercise checks (check_layer_norm, check_choice, ...)
+    checks      the exercise checks: the framework, and one module per exercise (checks.ex01.check_layer_norm, ...)
     quiz        end-of-chapter check questions
     widgets     explorers that also render statically
     diagrams    which elements share statistics: axis diagrams and the norm-axes explorer (chapter 03)
@@ -16,6 +16,7 @@ Modules (import what you need; importing this package loads none of them, so it 
     training    the training loop with warmup, probes and a deterministic progress bar
     experiments the stability lab: stability_sweep(), lr_sensitivity() (chapter 05)
     grade       `python -m course_utils.grade SUBMISSIONS...`: the instructors' batch grader
+    grading     the grader itself: cli, run (one submission), kernel (the protocol), judge (the verdict)
     env         seed_everything(), pick_device(), environment_report(), course_releases()
     exercises   `python -m course_utils.exercises` writes exercises/ from solutions/
     nbtools     `python -m course_utils.nbtools execute ...` re-executes notebooks deterministically

@@ -12,7 +12,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from course_utils import checks, checks_ex02, norms, widgets
+from course_utils import checks, norms, widgets
+from course_utils.checks import ex02
 
 from conftest import ROOT
 
@@ -96,7 +97,7 @@ def not_implemented(x, weight=None, eps=1e-6):
 # ---------------------------------------------------------------------------------------------------------
 def test_right_implementations_pass(capsys):
     for fn in (right, norms.rms_norm, lambda x, weight=None, eps=1e-6: F.rms_norm(x, x.shape[-1:], weight, eps)):
-        report = checks_ex02.check_rms_norm(fn)
+        report = ex02.check_rms_norm(fn)
         assert report.passed, report.text()
     assert capsys.readouterr().out.count("✅") == 3
 
@@ -117,7 +118,7 @@ def test_right_implementations_pass(capsys):
     ids=lambda v: getattr(v, "__name__", ""),
 )
 def test_each_mistake_is_rejected_with_its_hint(fn, words):
-    report = checks_ex02.RMS_NORM_CHECK.evaluate(fn)
+    report = ex02.RMS_NORM_CHECK.evaluate(fn)
     assert report.status == "failed", fn.__name__
     assert words in report.hint, (fn.__name__, report.hint)
     text = report.text()
@@ -125,7 +126,7 @@ def test_each_mistake_is_rejected_with_its_hint(fn, words):
 
 
 def test_no_upcast_fails_only_on_the_half_precision_case():
-    report = checks_ex02.RMS_NORM_CHECK.evaluate(no_upcast)
+    report = ex02.RMS_NORM_CHECK.evaluate(no_upcast)
     failed = [c for c in report.cases if not c.passed]
     assert [c.name for c in failed] == ["float16 activations of size ~1000 (their squares overflow float16)"]
     assert "overflows float16" in report.hint
@@ -133,7 +134,7 @@ def test_no_upcast_fails_only_on_the_half_precision_case():
 
 def test_each_mistake_is_named_on_a_case_of_its_own():
     """Every wrong implementation is caught on at least one case where the right one is within tolerance."""
-    cases = checks_ex02.RMS_NORM_CHECK.cases()
+    cases = ex02.RMS_NORM_CHECK.cases()
     for fn in (
         mean_instead_of_mean_square,
         square_of_the_mean,
@@ -143,28 +144,28 @@ def test_each_mistake_is_named_on_a_case_of_its_own():
         subtracts_the_mean,
         ignores_weight,
     ):
-        results = [checks_ex02.RMS_NORM_CHECK.compare(c, fn(*c.args)) for c in cases]
+        results = [ex02.RMS_NORM_CHECK.compare(c, fn(*c.args)) for c in cases]
         assert any(not r.passed and r.mistake for r in results), fn.__name__
 
 
 def test_in_place_and_not_implemented_and_errors():
-    assert "in place" in checks_ex02.RMS_NORM_CHECK.evaluate(in_place).text()
-    report = checks_ex02.RMS_NORM_CHECK.evaluate(not_implemented)
+    assert "in place" in ex02.RMS_NORM_CHECK.evaluate(in_place).text()
+    report = ex02.RMS_NORM_CHECK.evaluate(not_implemented)
     assert report.status == "not-implemented" and report.text().count("\n") == 0
-    crash = checks_ex02.RMS_NORM_CHECK.evaluate(lambda x, weight=None, eps=1e-6: x.mean(dim=5))
+    crash = ex02.RMS_NORM_CHECK.evaluate(lambda x, weight=None, eps=1e-6: x.mean(dim=5))
     assert crash.status == "error" and "IndexError" in crash.text() and "Traceback" not in crash.text()
 
 
 def test_half_precision_case_really_overflows():
-    case = next(c for c in checks_ex02.RMS_NORM_CHECK.cases() if c.args[0].dtype == torch.float16)
+    case = next(c for c in ex02.RMS_NORM_CHECK.cases() if c.args[0].dtype == torch.float16)
     x = case.args[0]
     assert torch.isinf(x * x).any()  # the case only tests the upcast if float16 squares overflow
     assert torch.equal(no_upcast(x), torch.zeros_like(x))
 
 
 def test_cases_depend_on_the_seed():
-    a = checks_ex02.RMS_NORM_CHECK.cases(seed=0)[1].args[0]
-    b = checks_ex02.RMS_NORM_CHECK.cases(seed=1)[1].args[0]
+    a = ex02.RMS_NORM_CHECK.cases(seed=0)[1].args[0]
+    b = ex02.RMS_NORM_CHECK.cases(seed=1)[1].args[0]
     assert not torch.equal(a, b)
 
 
@@ -185,22 +186,22 @@ def test_layer_norm_via_rms_norm_check():
         n = x.shape[-1]
         return via(x, weight, eps) * math.sqrt((n - 1) / n)
 
-    assert checks_ex02.LN_VIA_RMS_CHECK.evaluate(via).passed
-    assert checks_ex02.LN_VIA_RMS_CHECK.evaluate(
+    assert ex02.LN_VIA_RMS_CHECK.evaluate(via).passed
+    assert ex02.LN_VIA_RMS_CHECK.evaluate(
         lambda x, weight=None, eps=1e-5: norms.layer_norm(x, weight, None, eps)
     ).passed
-    report = checks_ex02.LN_VIA_RMS_CHECK.evaluate(not_centred)
+    report = ex02.LN_VIA_RMS_CHECK.evaluate(not_centred)
     assert not report.passed and "subtract each row's mean" in report.hint
-    report = checks_ex02.LN_VIA_RMS_CHECK.evaluate(centred_over_columns)
+    report = ex02.LN_VIA_RMS_CHECK.evaluate(centred_over_columns)
     assert not report.passed and "wrong axis" in report.hint
-    assert not checks_ex02.LN_VIA_RMS_CHECK.evaluate(with_unbiased_variance).passed
+    assert not ex02.LN_VIA_RMS_CHECK.evaluate(with_unbiased_variance).passed
 
 
 def test_multiple_choice_and_its_numbers(capsys):
     assert checks.check_choice("ex02.shift", "c").passed
     for wrong in "abd":
         assert not checks.check_choice("ex02.shift", wrong).passed
-    q = checks_ex02.QUESTIONS["ex02.shift"]
+    q = ex02.SHIFT_QUESTION
     before = norms.rms_norm(torch.tensor([4.0, 6.0, 2.0, 8.0]), eps=0.0)
     after = norms.rms_norm(torch.tensor([14.0, 16.0, 12.0, 18.0]), eps=0.0)
     assert "[0.730, 1.095, 0.365, 1.461]" in q.explanation
@@ -212,8 +213,8 @@ def test_multiple_choice_and_its_numbers(capsys):
 
 def test_registry():
     reg = checks.exercise_registry("ex02_rmsnorm")
-    assert {g.function for g in reg["graded"]} == {"rms_norm", "layer_norm_via_rms_norm", "answer_shift"}
-    assert set(reg["questions"]) == {"ex02.shift"}
+    assert {g.function for g in reg.graded} == {"rms_norm", "layer_norm_via_rms_norm", "answer_shift"}
+    assert set(reg.questions) == {"ex02.shift"}
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from course_utils import checks, checks_ex03, diagrams, norms
+from course_utils import checks, diagrams, norms
+from course_utils.checks import ex03
 
 
 @pytest.fixture(autouse=True)
@@ -239,9 +240,9 @@ def not_implemented(*args, **kwargs):
 
 def test_batch_norm_check_accepts_right_implementations(capsys):
     for fn in (right, via_torch_module):
-        report = checks_ex03.check_batch_norm(fn)
+        report = ex03.check_batch_norm(fn)
         assert report.passed, report.text()
-        assert checks_ex03.check_batch_norm_stream(fn).passed
+        assert ex03.check_batch_norm_stream(fn).passed
     out = capsys.readouterr().out
     assert out.count("✅") == 4
 
@@ -257,7 +258,7 @@ def test_batch_norm_check_accepts_right_implementations(capsys):
     ],
 )
 def test_batch_norm_check_names_each_realistic_mistake(fn, words):
-    report = checks_ex03.BATCH_NORM_CHECK.evaluate(fn)
+    report = ex03.BATCH_NORM_CHECK.evaluate(fn)
     assert report.status == "failed", fn.__name__
     assert words in report.hint, (fn.__name__, report.hint)
     text = report.text()
@@ -275,32 +276,32 @@ def test_batch_norm_check_names_each_realistic_mistake(fn, words):
     ],
 )
 def test_stream_check_rejects_wrong_implementations(fn):
-    assert checks_ex03.check_batch_norm_stream(fn).status == "failed"
+    assert ex03.check_batch_norm_stream(fn).status == "failed"
 
 
 def test_stream_check_catches_errors_that_accumulate():
-    report = checks_ex03.check_batch_norm_stream(wrong_momentum_direction)
+    report = ex03.check_batch_norm_stream(wrong_momentum_direction)
     assert report.status == "failed" and "running_mean" in report.cases[0].note
 
 
 def test_batch_norm_check_rejects_sequence_shape_bugs_in_place_updates_and_wrong_returns():
-    report = checks_ex03.BATCH_NORM_CHECK.evaluate(only_2d)
+    report = ex03.BATCH_NORM_CHECK.evaluate(only_2d)
     assert report.status == "failed" and any("(4, 5, 6)" in c.name for c in report.cases if not c.passed)
-    in_place = checks_ex03.BATCH_NORM_CHECK.evaluate(updates_in_place)
+    in_place = ex03.BATCH_NORM_CHECK.evaluate(updates_in_place)
     assert in_place.status == "failed" and "in place" in in_place.hint and "return" in in_place.hint
-    single = checks_ex03.BATCH_NORM_CHECK.evaluate(returns_only_y)
+    single = ex03.BATCH_NORM_CHECK.evaluate(returns_only_y)
     assert single.status == "failed" and "expected a tuple" in single.text()
 
 
 def test_batch_norm_not_implemented_is_one_friendly_line():
-    for check in (checks_ex03.BATCH_NORM_CHECK.evaluate, checks_ex03.MASKED_STATS_CHECK.evaluate):
+    for check in (ex03.BATCH_NORM_CHECK.evaluate, ex03.MASKED_STATS_CHECK.evaluate):
         report = check(not_implemented)
         assert report.status == "not-implemented" and "\n" not in report.text()
-    assert checks_ex03.check_batch_norm_stream(not_implemented).status == "not-implemented"
+    assert ex03.check_batch_norm_stream(not_implemented).status == "not-implemented"
 
 
 def test_batch_norm_cases_follow_a_stream_and_cover_the_shapes():
-    cases = checks_ex03.BATCH_NORM_CHECK.cases()
+    cases = ex03.BATCH_NORM_CHECK.cases()
     names = " ".join(c.name for c in cases)
     for kind in ("step 1", "step 4", "eval mode", "single sample", "(4, 5, 6)", "batch of 2", "momentum 0.3"):
         assert kind in names
@@ -308,7 +309,7 @@ def test_batch_norm_cases_follow_a_stream_and_cover_the_shapes():
     for prev, nxt in zip(cases[:3], cases[1:4]):
         assert torch.allclose(nxt.args[1].double(), prev.expected[1], atol=1e-6)
         assert torch.allclose(nxt.args[2].double(), prev.expected[2], atol=1e-6)
-    assert not torch.equal(cases[0].args[0], checks_ex03.BATCH_NORM_CHECK.cases(seed=1)[0].args[0])
+    assert not torch.equal(cases[0].args[0], ex03.BATCH_NORM_CHECK.cases(seed=1)[0].args[0])
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -344,8 +345,8 @@ def masked_assumes_zero_padding(x, mask):
 
 
 def test_masked_stats_check_accepts_right_implementations():
-    for fn in (masked_right, checks_ex03.reference_masked_batch_stats):
-        report = checks_ex03.check_masked_batch_stats(fn)
+    for fn in (masked_right, ex03.reference_masked_batch_stats):
+        report = ex03.check_masked_batch_stats(fn)
         assert report.passed, report.text()
 
 
@@ -359,12 +360,12 @@ def test_masked_stats_check_accepts_right_implementations():
     ],
 )
 def test_masked_stats_check_names_each_mistake(fn, words):
-    report = checks_ex03.MASKED_STATS_CHECK.evaluate(fn)
+    report = ex03.MASKED_STATS_CHECK.evaluate(fn)
     assert report.status == "failed" and words in report.hint, (fn.__name__, report.hint)
 
 
 def test_masked_stats_without_padding_equal_batch_norm_statistics():
-    case = next(c for c in checks_ex03.MASKED_STATS_CHECK.cases() if "no padding" in c.name)
+    case = next(c for c in ex03.MASKED_STATS_CHECK.cases() if "no padding" in c.name)
     x, mask = case.args
     assert mask.all()
     assert torch.allclose(case.expected[0], x.double().mean(dim=(0, 1)))
@@ -376,8 +377,8 @@ def test_masked_stats_without_padding_equal_batch_norm_statistics():
 # ----------------------------------------------------------------------------------------------------
 def test_axis_quiz_answers_agree_with_the_diagrams_norm_table():
     by_letter = {"a": ("LayerNorm", "RMSNorm"), "b": ("BatchNorm",), "c": ("InstanceNorm",)}
-    for qid, dims in checks_ex03.QUIZ_DIMS.items():
-        q = checks_ex03.QUESTIONS[qid]
+    for qid, dims in ex03.QUIZ_DIMS.items():
+        q = checks.find_question(qid)
         names = by_letter[q.answer]
         assert all(diagrams.NORM_AXES[n] == dims for n in names), qid
         assert str(dims) in q.prompt or f"dim {dims[0]}" in q.prompt
@@ -388,5 +389,5 @@ def test_axis_quiz_answers_agree_with_the_diagrams_norm_table():
 
 def test_registry_points_at_the_solution_functions():
     reg = checks.exercise_registry("ex03_batchnorm")
-    assert sum(g.points for g in reg["graded"]) == 10
-    assert set(reg["questions"]) == set(checks_ex03.QUIZ_DIMS)
+    assert sum(g.points for g in reg.graded) == 10
+    assert set(reg.questions) == set(ex03.QUIZ_DIMS)

@@ -334,7 +334,7 @@ def test_parameter_count_grows_linearly_in_depth(n_layer, d_model, n_head, mlp_r
 # ----------------------------------------------------------------------------------------------------
 # exercise 04's checks: the right answers pass, every known mistake fails with its own hint
 # ----------------------------------------------------------------------------------------------------
-from course_utils import checks_ex04 as ex04  # noqa: E402
+from course_utils.checks import ex04  # noqa: E402
 
 
 def _float32(fn):
@@ -388,10 +388,10 @@ def test_grad_norm_check_accepts_a_hook_probe_and_names_each_mistake():
 
 
 def test_warmup_question_and_registry():
-    q = ex04.QUESTIONS["ex04.warmup"]
+    q = ex04.WARMUP_QUESTION
     assert q.grade("b")[0] and not any(q.grade(c)[0] for c in "acd")
-    assert set(ex04.CHECKS) == {"pre_ln_block", "post_ln_block", "layer_grad_norms"}
-    assert sum(g.points for g in ex04.GRADED["ex04_residual_norms"]) == 8
+    assert set(ex04.EXERCISE.checks) == {"pre_ln_block", "post_ln_block", "layer_grad_norms"}
+    assert sum(g.points for g in ex04.EXERCISE.graded) == 8
 
 
 def test_given_sublayers_are_the_reference_blocks_parts():

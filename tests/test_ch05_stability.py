@@ -7,9 +7,9 @@ import math
 import pytest
 import torch
 
-from course_utils import checks_ex05 as ex05
 from course_utils import experiments
 from course_utils.attention import CausalSelfAttention, qk_norm_bound
+from course_utils.checks import ex05
 from course_utils.experiments import (
     PRESETS,
     RunRecord,

@@ -3,6 +3,7 @@
 import torch
 
 from course_utils import checks, norms
+from course_utils.checks import ex01
 
 
 def reference(x, gamma=None, beta=None, eps=1e-5):
@@ -60,7 +61,7 @@ def crashes(x, gamma=None, beta=None, eps=1e-5):
 
 def test_reference_and_variants_pass(capsys):
     for fn in (reference, norms.layer_norm, returns_numpy):
-        report = checks.check_layer_norm(fn)
+        report = ex01.check_layer_norm(fn)
         assert report.passed, report.text()
     assert capsys.readouterr().out.count("✅") == 3
 
@@ -74,38 +75,38 @@ def test_named_mistakes_are_rejected_with_their_hint():
         no_eps: "eps",
     }
     for fn, words in expected.items():
-        report = checks.LAYER_NORM_CHECK.evaluate(fn)
+        report = ex01.LAYER_NORM_CHECK.evaluate(fn)
         assert report.status == "failed", fn.__name__
         assert words in report.hint, (fn.__name__, report.hint)
         assert "❌" in report.text() and "tolerance" in report.text()
 
 
 def test_in_place_modification_is_caught():
-    report = checks.LAYER_NORM_CHECK.evaluate(in_place)
+    report = ex01.LAYER_NORM_CHECK.evaluate(in_place)
     assert report.status == "failed" and "in place" in report.text()
 
 
 def test_not_implemented_is_one_friendly_line():
-    report = checks.LAYER_NORM_CHECK.evaluate(not_implemented)
+    report = ex01.LAYER_NORM_CHECK.evaluate(not_implemented)
     assert report.status == "not-implemented"
     assert report.text().count("\n") == 0 and "not implemented yet" in report.text()
     assert "Traceback" not in report.text()
 
 
 def test_other_exceptions_are_reported_without_a_traceback():
-    report = checks.LAYER_NORM_CHECK.evaluate(crashes)
+    report = ex01.LAYER_NORM_CHECK.evaluate(crashes)
     assert report.status == "error" and "IndexError" in report.text() and "Traceback" not in report.text()
 
 
 def test_check_cases_cover_the_required_kinds():
-    names = " ".join(c.name for c in checks.LAYER_NORM_CHECK.cases())
+    names = " ".join(c.name for c in ex01.LAYER_NORM_CHECK.cases())
     for kind in ("batch of rows", "constant row", "large values", "random"):
         assert kind in names
 
 
 def test_cases_depend_on_the_seed():
-    a = checks.LAYER_NORM_CHECK.cases(seed=0)[1].args[0]
-    b = checks.LAYER_NORM_CHECK.cases(seed=1)[1].args[0]
+    a = ex01.LAYER_NORM_CHECK.cases(seed=0)[1].args[0]
+    b = ex01.LAYER_NORM_CHECK.cases(seed=1)[1].args[0]
     assert not torch.equal(a, b)
 
 
@@ -115,12 +116,12 @@ def test_statistics_check():
         v = ((x - m) ** 2).mean()
         return m.item(), v.item(), v.sqrt().item()
 
-    assert checks.STATISTICS_CHECK.evaluate(right).passed
-    report = checks.STATISTICS_CHECK.evaluate(lambda x: (x.mean().item(), x.var().item(), x.std().item()))
+    assert ex01.STATISTICS_CHECK.evaluate(right).passed
+    report = ex01.STATISTICS_CHECK.evaluate(lambda x: (x.mean().item(), x.var().item(), x.std().item()))
     assert not report.passed and "n - 1" in report.hint
-    hard_coded = checks.STATISTICS_CHECK.evaluate(lambda x: (5.0, 5.0, 5**0.5))
+    hard_coded = ex01.STATISTICS_CHECK.evaluate(lambda x: (5.0, 5.0, 5**0.5))
     assert not hard_coded.passed and hard_coded.cases[0].passed  # right on the visible example only
-    assert not checks.STATISTICS_CHECK.evaluate(lambda x: "five").passed
+    assert not ex01.STATISTICS_CHECK.evaluate(lambda x: "five").passed
 
 
 def test_multiple_choice(capsys):
@@ -139,7 +140,7 @@ def not_implemented_answer():
 
 
 def test_report_does_not_display_twice():
-    report = checks.LAYER_NORM_CHECK.evaluate(reference)
+    report = ex01.LAYER_NORM_CHECK.evaluate(reference)
     assert report._ipython_display_() is None
 
 
@@ -148,10 +149,10 @@ def test_registry_of_every_exercise_is_consistent():
 
     for path in sorted((ROOT / "solutions").glob("ex*.ipynb")):
         reg = checks.exercise_registry(path.stem)
-        assert reg["graded"], path.stem
+        assert reg.graded, path.stem
         source = path.read_text()
-        for item in reg["graded"]:
-            assert item.check in reg["checks"] or item.check in reg["questions"], item
+        for item in reg.graded:
+            assert item.check in reg.checks or item.check in reg.questions, item
             assert f"def {item.function}(" in source, f"{path.name} defines no function {item.function}"
             assert item.points > 0
 
@@ -162,7 +163,7 @@ def test_a_nan_producing_mistake_is_not_named_for_a_different_error():
 
     check = checks.FunctionCheck(
         "layer_norm",
-        checks.LAYER_NORM_CHECK.make_cases,
+        ex01.LAYER_NORM_CHECK.make_cases,
         1e-4,
         "generic hint",
         mistakes={"named NaN mistake": nan_mistake},

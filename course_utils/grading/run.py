@@ -1,8 +1,8 @@
 """Grading one submitted notebook: read it, run it in a fresh kernel, call its functions, compare.
 
-This is the worker half of `python -m course_utils.grade` (that module finds the submissions, runs
-this in parallel processes and writes the gradebook). `grade_submission(task)` never raises for
-anything a learner did; it returns a plain dict (JSON-able, kept in the resume state) with a status:
+This is the worker half of `python -m course_utils.grade` (course_utils.grading.cli finds the
+submissions, runs this in parallel processes and writes the gradebook). `grade_submission(task)` never
+raises for anything a learner did; it returns a plain dict (JSON-able, kept in the resume state) with a status:
 
     graded            the notebook ran; every graded item has a verdict (some may be 0 points)
     timeout           a cell, the whole notebook or a graded call ran past its time limit
@@ -12,9 +12,9 @@ anything a learner did; it returns a plain dict (JSON-able, kept in the resume s
 
 The verdict never comes from the learner's kernel. The kernel only *runs* the learner's functions on
 inputs that the grader generated from its own seed (never seed 0, which the learner's notebook uses);
-the outputs come back as plain data (course_utils.grade_kernel) and are compared here, in this
-process, with the reference checks of course_utils.checks (course_utils.grade_judge). Whatever the notebook
-monkeypatches in its kernel (course_utils, the checks, torch, numpy, builtins) stays in that kernel.
+the outputs come back as plain data (course_utils.grading.kernel) and are judged here, in this
+process, with the reference checks of course_utils.checks (course_utils.grading.judge). Whatever the
+notebook monkeypatches in its kernel (course_utils, the checks, torch, numpy, builtins) stays in that kernel.
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ import threading
 import time
 from pathlib import Path
 
-from . import grade_kernel
-from .grade_judge import judge
+from .judge import judge
+from .kernel import encode, kernel_source
 
 GRADER_VERSION = 1
 MAX_NOTEBOOK_BYTES = 50 * 1024 * 1024
@@ -135,18 +135,10 @@ def column_name(exercise: str, check: str) -> str:
 
 
 def load_registry(exercise: str):
-    from .checks import exercise_registry
+    """The exercise's graded items, each with what judges it (course_utils.checks.registry)."""
+    from ..checks import exercise_registry
 
-    registry = exercise_registry(exercise)
-    items = []
-    for graded in registry["graded"]:
-        if graded.check in registry["questions"]:
-            items.append(("choice", graded, registry["questions"][graded.check]))
-        elif graded.check in registry["checks"]:
-            items.append(("function", graded, registry["checks"][graded.check]))
-        else:
-            raise KeyError(f"{exercise}: graded item {graded.check!r} is neither a check nor a question")
-    return items
+    return exercise_registry(exercise).items()
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -154,7 +146,7 @@ def load_registry(exercise: str):
 # ------------------------------------------------------------------------------------------------------
 def free_text_answers(nb, exercise: str, solutions: Path) -> list[dict]:
     """[{"prompt": the question's heading, "answer": what the learner wrote}] for each free-text answer."""
-    from .exercises import make_exercise
+    from ..exercises import make_exercise
 
     solution = solutions / f"{exercise}.ipynb"
     if not solution.exists():
@@ -320,7 +312,7 @@ async def _run_in_kernel(nb, workdir: Path, iodir: Path, items: list, seed: int,
                 current_call["text"] = f"the grader's set-up did not finish within {limits['cell_timeout']} s"
                 setup = (
                     f"_course_grader = {{'__name__': 'course_grader_kernel'}}\n"
-                    f"exec(compile({grade_kernel.kernel_source()!r}, '<course grader>', 'exec'), _course_grader)\n"
+                    f"exec(compile({kernel_source()!r}, '<course grader>', 'exec'), _course_grader)\n"
                 )
                 nb.cells.append(_grader_cell(setup))
                 state["deadline"] = None  # graded calls have their own limit per call
@@ -378,7 +370,7 @@ def _request(kind: str, check, seed: int) -> dict:
         return {"kind": "choice", "calls": [[]]}
     calls = []
     for case in check.cases(seed):
-        encoded = [grade_kernel.encode(arg) for arg in case.args]
+        encoded = [encode(arg) for arg in case.args]
         bad = [e["type"] for e in encoded if e["k"] == "unsupported"]
         if bad:
             return {"error": f"the grader cannot send {bad[0]} to a kernel (check {check.name!r})"}
@@ -452,7 +444,7 @@ def worker_init() -> None:
 # one submission, start to finish
 # ------------------------------------------------------------------------------------------------------
 def grade_submission(task: dict) -> dict:
-    """Grade the submission described by `task` (see course_utils.grade); a JSON-able result dict."""
+    """Grade the submission described by `task` (see course_utils.grading.cli); a JSON-able result dict."""
     start = time.perf_counter()
     path = Path(task["path"])
     result = {

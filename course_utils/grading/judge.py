@@ -1,10 +1,11 @@
 """The verdict on one graded item, computed in the grader's process from what the kernel sent back.
 
-The learner's kernel only ran the function (course_utils.grade_run); its answer is a JSON file that
+The learner's kernel only ran the function (course_utils.grading.run); its answer is a JSON file that
 the learner's code could have forged. Nothing in it is trusted: every value goes through the strict
-decoder of course_utils.grade_kernel (plain numbers, strings and freshly built tensors only), an object
-the kernel could not send as data fails the case, and the comparison itself is the reference check's
-own `compare` / `report` from course_utils.checks, running here, where no notebook can patch it.
+decoder of course_utils.grading.kernel (plain numbers, strings and freshly built tensors only), an
+object the kernel could not send as data fails the case, and the verdict itself is the reference
+check's own `judge_case` / `report` (or the question's `judge_answer`) from course_utils.checks, the
+code the learner's notebook checks with, running here, where no notebook can patch it.
 """
 
 from __future__ import annotations
@@ -12,14 +13,14 @@ from __future__ import annotations
 import difflib
 import math
 
-from . import grade_kernel
+from .kernel import FormatError, Unsupported, decode
 
 __all__ = ["judge"]
 
 
 def judge(kind: str, graded, check, answer: dict, seed: int):
     """A CheckReport for one graded item from the kernel's answer (never trusts its contents)."""
-    from .checks import CaseResult, CheckReport
+    from ..checks import CheckReport
 
     name = getattr(check, "name", None) or check.id
     hint = getattr(check, "hint", "")
@@ -72,13 +73,9 @@ def judge(kind: str, graded, check, answer: dict, seed: int):
         )
     if kind == "choice":
         given = _decoded(results[0].get("output") if results and isinstance(results[0], dict) else None)
-        if isinstance(given, grade_kernel.Unsupported) or given is _UNREADABLE:
+        if isinstance(given, Unsupported) or given is _UNREADABLE:
             given = f"<{getattr(given, 'type_name', 'unreadable value')}>"
-        ok, why = check.grade(given)
-        case = CaseResult(check.id, ok, 0.0 if ok else math.inf, 0.0, "" if ok else why)
-        return CheckReport(
-            check.id, "passed" if ok else "failed", [case], hint=why, message=f"correct: {why}" if ok else ""
-        )
+        return check.judge_answer(given)
     cases = check.cases(seed)
     if len(results) != len(cases):
         return CheckReport(name, "error", message="the kernel answered for the wrong number of cases", hint=hint)
@@ -91,13 +88,13 @@ _UNREADABLE = object()
 
 def _decoded(data):
     try:
-        return grade_kernel.decode(data)
-    except (grade_kernel.FormatError, ValueError, TypeError, KeyError, OverflowError):
+        return decode(data)
+    except (FormatError, ValueError, TypeError, KeyError, OverflowError):
         return _UNREADABLE
 
 
 def _unsupported_inside(value):
-    if isinstance(value, grade_kernel.Unsupported):
+    if isinstance(value, Unsupported):
         return value
     if isinstance(value, (list, tuple)):
         return next((u for u in map(_unsupported_inside, value) if u is not None), None)
@@ -107,11 +104,11 @@ def _unsupported_inside(value):
 
 
 def _judge_case(check, case, result):
-    import torch
+    """The verdict on one case: the kernel's answer decoded strictly, then judged by the check's own
+    `judge_case`, the code the learner's notebook checks with."""
+    from ..checks import CaseResult
 
-    from .checks import CaseResult
-
-    tol = getattr(check, "tolerance", 0.0)
+    tol = check.tolerance_for(case)
     output = _decoded(result.get("output")) if isinstance(result, dict) else _UNREADABLE
     if output is _UNREADABLE:
         return CaseResult(case.name, False, math.inf, tol, "the output could not be read as plain data")
@@ -124,18 +121,6 @@ def _judge_case(check, case, result):
             tol,
             f"returned {odd.type_name}, not a tensor or plain numbers: return the tensor itself",
         )
-    try:
-        verdict = check.compare(case, output)
-    except Exception as exc:
-        return CaseResult(case.name, False, math.inf, tol, f"the output could not be compared ({type(exc).__name__})")
     after = result.get("args_after")
-    after = [_decoded(a) for a in after] if isinstance(after, list) else []
-    changed = any(
-        isinstance(a, torch.Tensor)
-        and isinstance(b, torch.Tensor)
-        and (a.shape != b.shape or not torch.equal(a, b.to(a.dtype)))
-        for a, b in zip(after, case.args)
-    )
-    if verdict.passed and changed:
-        return CaseResult(case.name, False, verdict.error, tol, "your function changed its input tensor in place")
-    return verdict
+    after = tuple(_decoded(a) for a in after) if isinstance(after, list) else ()
+    return check.judge_case(case, output, after)

@@ -18,15 +18,16 @@ from dataclasses import dataclass
 
 import torch
 
-from . import norms
-from .checks import Case, CaseResult, CheckReport, FunctionCheck, Graded, MultipleChoice, compare_tensor
+from .. import norms
+from .core import Case, CaseResult, CheckReport, FunctionCheck, compare_tensor
+from .questions import MultipleChoice
+from .registry import Exercise, Graded
 
 __all__ = [
-    "CHECKS",
-    "QUESTIONS",
-    "GRADED",
+    "EXERCISE",
     "RMS_NORM_CHECK",
     "LN_VIA_RMS_CHECK",
+    "SHIFT_QUESTION",
     "check_rms_norm",
     "check_layer_norm_via_rms_norm",
 ]
@@ -39,20 +40,19 @@ _HALF = (torch.float16, torch.bfloat16)
 
 @dataclass
 class DtypeCase(Case):
-    """A case that also says the input's dtype and how closely the output must match (None: the check's)."""
+    """A case that also says the input's dtype (a half-precision one brings its own tolerance too)."""
 
     dtype: torch.dtype = torch.float32
-    tolerance: float | None = None
 
 
 class _NormCheck(FunctionCheck):
-    """A FunctionCheck that knows about dtypes: a tolerance per case, and a float16/bfloat16 input must give
-    an output of its own dtype (computed in float32, cast back)."""
+    """A FunctionCheck that knows about dtypes: a float16/bfloat16 input must give an output of its own
+    dtype (computed in float32, cast back), as torch's own norms do."""
 
     def compare(self, case, output) -> CaseResult:
-        tolerance = getattr(case, "tolerance", None) or self.tolerance
         want = getattr(case, "dtype", None)
         if isinstance(output, torch.Tensor) and want in _HALF and output.dtype != want:
+            tolerance = self.tolerance_for(case)
             err, _ = compare_tensor(output, case.expected, tolerance)
             return CaseResult(
                 case.name,
@@ -62,39 +62,14 @@ class _NormCheck(FunctionCheck):
                 f"returned {_name(output.dtype)} for a {_name(want)} input",
                 mistake=_CAST_BACK,
             )
-        err, note = compare_tensor(output, case.expected, tolerance)
-        if not note:
-            return CaseResult(case.name, True, err, tolerance)
-        for hint, wrong in self.mistakes.items():
-            try:
-                wrong_out = wrong(*case.args)
-            except Exception:
-                continue
-            if not torch.isfinite(wrong_out).all():  # a NaN in the wrong answer would compare as "no error"
-                continue
-            _, wnote = compare_tensor(output, wrong_out.to(torch.float64), tolerance)
-            wrong_is_right = bool(torch.allclose(wrong_out.double(), case.expected, atol=tolerance, rtol=0))
-            if not wnote and not wrong_is_right:
-                return CaseResult(case.name, False, err, tolerance, note, mistake=hint)
-        return CaseResult(case.name, False, err, tolerance, note)
+        return super().compare(case, output)
 
-    def report(self, results: list) -> CheckReport:
-        if all(r.passed for r in results):
-            return CheckReport(self.name, "passed", results)
-        failed = [r for r in results if not r.passed]
-        named = next((r.mistake for r in failed if r.mistake), None)
-        if named:
-            hint = named
-        elif any("NaN" in r.note for r in failed):
-            hint = (
-                "NaN means a square root of a negative number or 0 / 0. Take the mean of the *squares* "
-                "(never negative) and add eps inside the root: x / sqrt(mean(x**2) + eps), so a row of zeros gives 0."
-            )
-        elif any("in place" in r.note for r in failed):
-            hint = "work on a copy; do not use in-place ops like x.mul_() on the input."
-        else:
-            hint = self.hint
-        return CheckReport(self.name, "failed", results, hint=hint)
+
+_NAN_HINT = (
+    "NaN means a square root of a negative number or 0 / 0. Take the mean of the *squares* "
+    "(never negative) and add eps inside the root: x / sqrt(mean(x**2) + eps), so a row of zeros gives 0."
+)
+_IN_PLACE_HINT = "work on a copy; do not use in-place ops like x.mul_() on the input."
 
 
 def _name(dtype: torch.dtype) -> str:
@@ -204,6 +179,9 @@ RMS_NORM_CHECK = _NormCheck(
         "the mean square becomes inf and every output 0. Compute in float32, h = x.float(), and return "
         "the result .to(x.dtype).": _rms_no_upcast,
     },
+    reference=_rms_ref,
+    nan_hint=_NAN_HINT,
+    in_place_hint=_IN_PLACE_HINT,
 )
 
 
@@ -253,6 +231,9 @@ LN_VIA_RMS_CHECK = _NormCheck(
         "your output matches centring over the wrong axis (dim 0, the mean of each column). LayerNorm "
         "subtracts each row's own mean: x.mean(dim=-1, keepdim=True).": _ln_centred_wrong_axis,
     },
+    reference=_ln_ref,
+    nan_hint=_NAN_HINT,
+    in_place_hint=_IN_PLACE_HINT,
 )
 
 
@@ -264,34 +245,33 @@ def check_layer_norm_via_rms_norm(fn, seed: int = 0) -> CheckReport:
 # ----------------------------------------------------------------------------------------------------
 # the question, the registry
 # ----------------------------------------------------------------------------------------------------
-QUESTIONS = {
-    "ex02.shift": MultipleChoice(
-        id="ex02.shift",
-        prompt="Every feature of a token is increased by the same amount, x → x + 10. Which outputs change?",
-        choices={
-            "a": "Both LayerNorm's and RMSNorm's.",
-            "b": "Only LayerNorm's.",
-            "c": "Only RMSNorm's.",
-            "d": "Neither: both norms are invariant to shifts.",
-        },
-        answer="c",
-        explanation="LayerNorm subtracts the mean, so the shift cancels: LN(x + c) = LN(x). RMSNorm does not "
-        "centre: the shift raises the mean square and changes every output (for [4, 6, 2, 8] the "
-        "result goes from [0.730, 1.095, 0.365, 1.461] toward [1, 1, 1, 1]).",
-        wrong_hints={
-            "a": "subtracting the mean removes a common shift: compute LN([4, 6, 2, 8]) and LN([14, 16, 12, 18]).",
-            "b": "it is the other way round: which of the two subtracts the mean?",
-            "d": "RMSNorm divides x itself, not x − mean, by its RMS: try RMSNorm([14, 16, 12, 18]).",
-        },
-    )
-}
+SHIFT_QUESTION = MultipleChoice(
+    id="ex02.shift",
+    prompt="Every feature of a token is increased by the same amount, x → x + 10. Which outputs change?",
+    choices={
+        "a": "Both LayerNorm's and RMSNorm's.",
+        "b": "Only LayerNorm's.",
+        "c": "Only RMSNorm's.",
+        "d": "Neither: both norms are invariant to shifts.",
+    },
+    answer="c",
+    explanation="LayerNorm subtracts the mean, so the shift cancels: LN(x + c) = LN(x). RMSNorm does not "
+    "centre: the shift raises the mean square and changes every output (for [4, 6, 2, 8] the "
+    "result goes from [0.730, 1.095, 0.365, 1.461] toward [1, 1, 1, 1]).",
+    wrong_hints={
+        "a": "subtracting the mean removes a common shift: compute LN([4, 6, 2, 8]) and LN([14, 16, 12, 18]).",
+        "b": "it is the other way round: which of the two subtracts the mean?",
+        "d": "RMSNorm divides x itself, not x − mean, by its RMS: try RMSNorm([14, 16, 12, 18]).",
+    },
+)
 
-CHECKS = {check.name: check for check in (RMS_NORM_CHECK, LN_VIA_RMS_CHECK)}
-
-GRADED = {
-    "ex02_rmsnorm": [
+EXERCISE = Exercise(
+    "ex02_rmsnorm",
+    graded=[
         Graded("rms_norm", "rms_norm", 3),
         Graded("layer_norm_via_rms_norm", "layer_norm_via_rms_norm", 2),
         Graded("ex02.shift", "answer_shift", 1),
-    ]
-}
+    ],
+    checks=[RMS_NORM_CHECK, LN_VIA_RMS_CHECK],
+    questions=[SHIFT_QUESTION],
+)

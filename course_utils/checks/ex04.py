@@ -21,14 +21,15 @@ from __future__ import annotations
 
 import torch
 
-from .checks import Case, CheckReport, FunctionCheck, Graded, MultipleChoice
-from .model import Block, GPTConfig, TinyGPT, lm_loss
-from .probes import gradient_profile
+from ..model import Block, GPTConfig, TinyGPT, lm_loss
+from ..probes import gradient_profile
+from .core import Case, CheckReport, FunctionCheck
+from .questions import MultipleChoice
+from .registry import Exercise, Graded
 
 __all__ = [
-    "CHECKS",
-    "QUESTIONS",
-    "GRADED",
+    "EXERCISE",
+    "WARMUP_QUESTION",
     "PRE_LN_CHECK",
     "POST_LN_CHECK",
     "GRAD_NORMS_CHECK",
@@ -129,9 +130,11 @@ def example_model(placement: str, n_layer: int = 4, seed: int = 0) -> dict:
 # pre_ln_block(x, params) and post_ln_block(x, params)
 # ----------------------------------------------------------------------------------------------------
 def _block_ref(placement):
+    """The reference forward of a `placement` block, in float64: the Block with these weights."""
+
     def ref(x, params):
         with torch.no_grad():
-            return block_from_params(params, placement)(x)
+            return block_from_params(_double(params), placement)(x.double())
 
     return ref
 
@@ -148,7 +151,7 @@ def _block_cases(placement):
         for i, (name, kind, (B, T), scale) in enumerate(specs):
             params = example_block(kind, seed=int(torch.randint(0, 10_000, (1,), generator=g)) + i)
             x = torch.randn(B, T, 32, generator=g) * scale
-            cases.append(Case(name, (x, params), _block_ref(placement)(x.double(), _double(params))))
+            cases.append(Case(name, (x, params), _block_ref(placement)(x, params)))
         return cases
 
     return make
@@ -244,6 +247,7 @@ PRE_LN_CHECK = FunctionCheck(
         "your output matches using norm2 before attention and norm1 before the MLP: norm1 belongs to "
         "attention, norm2 to the MLP.": _wrong(_pre_swapped_norms),
     },
+    reference=_block_ref("pre"),
 )
 
 POST_LN_CHECK = FunctionCheck(
@@ -262,6 +266,7 @@ POST_LN_CHECK = FunctionCheck(
         "attention, norm2 to the MLP.": _wrong(_post_swapped_norms),
         "your output has no residual connection: normalize x + F(x), not F(x) alone.": _wrong(_post_no_residual),
     },
+    reference=_block_ref("post"),
 )
 
 
@@ -355,6 +360,7 @@ GRAD_NORMS_CHECK = FunctionCheck(
         "your numbers are the gradients with respect to each block's *output* (the hidden state). This task asks "
         "for the gradient of the block's *parameters*, the quantity an optimizer step uses.": _grad_of_block_outputs,
     },
+    reference=_grad_norms_ref,
 )
 
 
@@ -366,43 +372,42 @@ def check_layer_grad_norms(fn, seed: int = 0) -> CheckReport:
 # ----------------------------------------------------------------------------------------------------
 # the question, the registry
 # ----------------------------------------------------------------------------------------------------
-QUESTIONS = {
-    "ex04.warmup": MultipleChoice(
-        id="ex04.warmup",
-        prompt="Xiong et al. (2020, arXiv 2002.04745) train Pre-LN transformers without the learning-rate warmup "
-        "that Post-LN transformers need. What is their explanation?",
-        choices={
-            "a": "Pre-LN has fewer parameters, so each update moves the model less.",
-            "b": "In Post-LN every residual sum passes through a norm, and at initialization the gradients of the "
-            "layers near the output are large; a full learning rate at the first steps makes updates that "
-            "are too big. In Pre-LN the identity path reaches every layer untouched and the gradients are "
-            "well scaled from the start (the top layers' gradient even shrinks like 1/√L).",
-            "c": "Pre-LN normalizes the gradients themselves, so it behaves like gradient clipping.",
-            "d": "Pre-LN uses RMSNorm, which is more stable than LayerNorm.",
-        },
-        answer="b",
-        explanation="the norm on the residual path is the difference. Post-LN's output-side gradients are large "
-        "at initialization and independent of depth, so early updates at a full learning rate are too "
-        "big and warmup keeps them small until Adam's statistics settle; Pre-LN keeps an unnormalized "
-        "identity path, its gradients are smaller (about 1/√L at the top) and it can start at the full "
-        "rate.",
-        wrong_hints={
-            "a": "Pre-LN and Post-LN have the same parameters, apart from one final norm (ln_f) that Pre-LN adds.",
-            "c": "no norm touches the gradients directly; the norm's position changes how gradients flow back "
-            "through the residual sums.",
-            "d": "the placement question is independent of the norm's kind: Pre-LN with LayerNorm (GPT-2) or "
-            "RMSNorm (Llama) alike.",
-        },
-    )
-}
+WARMUP_QUESTION = MultipleChoice(
+    id="ex04.warmup",
+    prompt="Xiong et al. (2020, arXiv 2002.04745) train Pre-LN transformers without the learning-rate warmup "
+    "that Post-LN transformers need. What is their explanation?",
+    choices={
+        "a": "Pre-LN has fewer parameters, so each update moves the model less.",
+        "b": "In Post-LN every residual sum passes through a norm, and at initialization the gradients of the "
+        "layers near the output are large; a full learning rate at the first steps makes updates that "
+        "are too big. In Pre-LN the identity path reaches every layer untouched and the gradients are "
+        "well scaled from the start (the top layers' gradient even shrinks like 1/√L).",
+        "c": "Pre-LN normalizes the gradients themselves, so it behaves like gradient clipping.",
+        "d": "Pre-LN uses RMSNorm, which is more stable than LayerNorm.",
+    },
+    answer="b",
+    explanation="the norm on the residual path is the difference. Post-LN's output-side gradients are large "
+    "at initialization and independent of depth, so early updates at a full learning rate are too "
+    "big and warmup keeps them small until Adam's statistics settle; Pre-LN keeps an unnormalized "
+    "identity path, its gradients are smaller (about 1/√L at the top) and it can start at the full "
+    "rate.",
+    wrong_hints={
+        "a": "Pre-LN and Post-LN have the same parameters, apart from one final norm (ln_f) that Pre-LN adds.",
+        "c": "no norm touches the gradients directly; the norm's position changes how gradients flow back "
+        "through the residual sums.",
+        "d": "the placement question is independent of the norm's kind: Pre-LN with LayerNorm (GPT-2) or "
+        "RMSNorm (Llama) alike.",
+    },
+)
 
-CHECKS = {check.name: check for check in (PRE_LN_CHECK, POST_LN_CHECK, GRAD_NORMS_CHECK)}
-
-GRADED = {
-    "ex04_residual_norms": [
+EXERCISE = Exercise(
+    "ex04_residual_norms",
+    graded=[
         Graded("pre_ln_block", "pre_ln_block", 2),
         Graded("post_ln_block", "post_ln_block", 2),
         Graded("layer_grad_norms", "layer_grad_norms", 3),
         Graded("ex04.warmup", "answer_warmup", 1),
-    ]
-}
+    ],
+    checks=[PRE_LN_CHECK, POST_LN_CHECK, GRAD_NORMS_CHECK],
+    questions=[WARMUP_QUESTION],
+)

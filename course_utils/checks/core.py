@@ -1,0 +1,412 @@
+"""The check framework: run a learner's function on cases, compare with the reference, name the mistake.
+
+A check runs the learner's function on several cases, compares each result with the reference
+implementation in float64, and prints one line per case plus a verdict:
+
+    ✅ layer_norm: all 7 cases match the reference (max abs error 2.4e-07, tolerance 1e-04)
+    ❌ layer_norm: 2 of 7 cases differ from the reference
+       ✗ a batch of rows (3×5): max abs error 0.118 > tolerance 1e-04
+       Hint: your output matches LayerNorm with the *unbiased* variance (dividing by n - 1) ...
+
+The pieces, in the order a check uses them:
+
+    Case             one call: the arguments, and the reference's output for them
+    compare_tensor   one output against one expected tensor: the error, or the problem in words
+    FunctionCheck    the cases, the tolerance, the hints and the named mistakes of one learner function:
+                       evaluate    calls the learner's function on every case (here, in the notebook)
+                       judge_case  the verdict on one output; the grader judges with it too
+                       diagnose    names the known mistake an output matches (the one such loop)
+                       report      turns the cases' verdicts into the check's verdict and hint
+    CaseResult       the verdict on one case;  CheckReport  the verdict on the whole check
+
+Calling the learner's function is kept apart from judging its output, so that the instructors' grader
+can call the function in the learner's kernel and judge the output in its own process with this very
+code (course_utils.grading).
+
+Nothing here raises for a learner's bug. A function that raises, returns NaN, a wrong shape, a string,
+or an object whose methods raise gets ❌ and a one-line reason; a function that still raises
+NotImplementedError gets one "not implemented yet" line.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+__all__ = [
+    "Case",
+    "CaseResult",
+    "CheckReport",
+    "FunctionCheck",
+    "WrongOutputStructure",
+    "changed_in_place",
+    "compare_tensor",
+    "describe_exception",
+    "upper_bound",
+]
+
+
+# ----------------------------------------------------------------------------------------------------
+# cases and results
+# ----------------------------------------------------------------------------------------------------
+@dataclass
+class Case:
+    """One call of the learner's function: positional args, and the reference's output for them.
+
+    `tolerance` is this case's own (None: the check's), for a case that needs another one, such as
+    a float16 input, whose correct output is only exact to one rounding step of float16.
+    """
+
+    name: str
+    args: tuple
+    expected: Any = None
+    tolerance: float | None = None
+
+
+@dataclass
+class CaseResult:
+    name: str
+    passed: bool
+    error: float  # max abs error (inf when the output could not be compared)
+    tolerance: float
+    note: str = ""  # why it failed, in words
+    mistake: str | None = None  # the hint of the known mistake this output matches, if any
+
+
+@dataclass
+class CheckReport:
+    """What a check found. `check_*` functions print it; the grader reads its fields."""
+
+    name: str
+    status: str  # "passed" | "failed" | "not-implemented" | "error"
+    cases: list = field(default_factory=list)
+    hint: str = ""
+    message: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+    @property
+    def max_error(self) -> float:
+        return max((c.error for c in self.cases), default=math.inf)
+
+    @property
+    def fraction_passed(self) -> float:
+        if not self.cases:
+            return 0.0
+        return sum(c.passed for c in self.cases) / len(self.cases)
+
+    def text(self) -> str:
+        if self.status == "not-implemented":
+            return (
+                f"⏳ {self.name}: not implemented yet. "
+                "Replace `raise NotImplementedError()` with your code, then run this cell again."
+            )
+        if self.status == "error":
+            return f"❌ {self.name}: {self.message}\n   Hint: {self.hint}"
+        tol = max((c.tolerance for c in self.cases), default=0.0)
+        if self.status == "passed":
+            if len(self.cases) == 1 and self.message:
+                return f"✅ {self.name}: {self.message}"
+            which = "the one case matches" if len(self.cases) == 1 else f"all {len(self.cases)} cases match"
+            return (
+                f"✅ {self.name}: {which} the reference "
+                f"(max abs error {upper_bound(self.max_error)}, tolerance {tol:.0e})"
+            )
+        failed = [c for c in self.cases if not c.passed]
+        lines = [f"❌ {self.name}: {len(failed)} of {len(self.cases)} cases differ from the reference"]
+        for c in failed:
+            lines.append(f"   ✗ {c.name}: {c.note}")
+        lines.append(f"   Hint: {self.hint}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.text()
+
+    def __repr__(self) -> str:
+        return f"CheckReport({self.name!r}, status={self.status!r}, cases={len(self.cases)})"
+
+    def _ipython_display_(self):
+        """The check already printed this report; showing it again as the cell's value would repeat it."""
+
+
+def upper_bound(v: float) -> str:
+    """A float32 rounding error varies in its last digits between CPUs; its order of magnitude does not."""
+    if v == 0:
+        return "0"
+    return f"below 1e{math.ceil(math.log10(v)):+03d}"
+
+
+def _fmt(v: float) -> str:
+    return "inf" if not math.isfinite(v) else f"{v:.1e}"
+
+
+def describe_exception(exc: BaseException) -> str:
+    """'ValueError: its message', for any exception (a learner's exception may fail even to print)."""
+    try:
+        message = str(exc)
+    except Exception:
+        message = "(its message could not be read)"
+    return f"{type(exc).__name__}: {message}"
+
+
+# ----------------------------------------------------------------------------------------------------
+# comparing tensors
+# ----------------------------------------------------------------------------------------------------
+def _as_tensor(out) -> torch.Tensor | None:
+    if isinstance(out, torch.Tensor):
+        return out.detach().to("cpu")
+    try:
+        t = torch.as_tensor(out)
+    except Exception:
+        return None
+    return t if t.is_floating_point() or t.dtype in (torch.int32, torch.int64) else None
+
+
+def compare_tensor(got, expected: torch.Tensor, tolerance: float) -> tuple[float, str]:
+    """(max abs error, problem in words or '') of an output against the float64 expected tensor."""
+    t = _as_tensor(got)
+    if t is None:
+        return math.inf, f"returned {type(got).__name__}, expected a tensor"
+    if tuple(t.shape) != tuple(expected.shape):
+        return math.inf, f"returned shape {tuple(t.shape)}, expected {tuple(expected.shape)}"
+    t = t.to(torch.float64)
+    if not torch.isfinite(expected).all():
+        raise ValueError("compare_tensor: the expected tensor must be finite")
+    if not torch.isfinite(t).all():
+        bad = "NaN" if torch.isnan(t).any() else "inf"
+        return math.inf, f"output contains {bad}"
+    err = float((t - expected.to(torch.float64)).abs().max()) if t.numel() else 0.0
+    if err > tolerance:
+        return err, f"max abs error {_fmt(err)} > tolerance {_fmt(tolerance)}"
+    return err, ""
+
+
+def _non_finite(note: str) -> bool:
+    """Whether a case's note says that the output held NaN or inf (see compare_tensor)."""
+    return "contains NaN" in note or "contains inf" in note
+
+
+def changed_in_place(before: tuple, after) -> bool:
+    """Whether a call changed one of its tensor arguments: `before` are the case's arguments, `after`
+    the copies the function received, as they were when it returned."""
+    return any(
+        isinstance(a, torch.Tensor)
+        and isinstance(b, torch.Tensor)
+        and (a.shape != b.shape or not torch.equal(a, b.to(a.dtype)))
+        for a, b in zip(after, before)
+    )
+
+
+def _copies(args: tuple) -> tuple:
+    """The arguments for one call, each tensor cloned, so that no call can change a case."""
+    return tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
+
+
+class WrongOutputStructure(Exception):
+    """An output that is not what the function must return (a tensor where a tuple was due, ...);
+    its message says so in words."""
+
+
+# ----------------------------------------------------------------------------------------------------
+# function checks
+# ----------------------------------------------------------------------------------------------------
+@dataclass
+class FunctionCheck:
+    """A check of one learner function against a reference.
+
+    name           the check's name (usually the learner's function's), its key in the exercise's registry
+    make_cases     make_cases(generator) -> list[Case], with `expected` filled from the reference
+    tolerance      the largest abs error allowed (a Case may bring its own)
+    hint           what to do, shown when the output matches no named mistake
+    mistakes       {hint: wrong implementation}: an output that matches one gets its hint (`diagnose`)
+    reference      the right implementation: reference(*case.args) is case.expected, up to the tolerance
+    parts          the names of the tensors the function returns as a tuple ("y", "running_mean", ...);
+                   empty when it returns one tensor
+    nan_hint       shown when an output contains NaN or inf and matches no named mistake
+    in_place_hint  shown when the function changed one of its input tensors
+    """
+
+    name: str
+    make_cases: Callable[[torch.Generator], list]
+    tolerance: float
+    hint: str
+    mistakes: dict = field(default_factory=dict)
+    reference: Callable | None = None
+    parts: tuple = ()
+    nan_hint: str = (
+        "your output contains NaN or inf: look for a division by zero (a statistic of 0 on a constant "
+        "input); eps inside the square root keeps the denominator positive."
+    )
+    in_place_hint: str = (
+        "work on a copy (x - mean creates a new tensor); do not use in-place ops like x.sub_() on the input."
+    )
+
+    # ------------------------------------------------------------------------------------------------
+    # the cases
+    # ------------------------------------------------------------------------------------------------
+    def cases(self, seed: int = 0) -> list:
+        """The cases for `seed`: 0 is the learners' (the notebook's), the grader draws others."""
+        g = torch.Generator().manual_seed(seed)
+        return self.make_cases(g)
+
+    def tolerance_for(self, case: Case) -> float:
+        return self.tolerance if case.tolerance is None else case.tolerance
+
+    # ------------------------------------------------------------------------------------------------
+    # judging one output
+    # ------------------------------------------------------------------------------------------------
+    def split_output(self, output) -> list:
+        """The output as the list of its parts, one per name in `parts` (the output itself when the
+        function returns one tensor). WrongOutputStructure if it does not have that structure."""
+        if not self.parts:
+            return [output]
+        if not isinstance(output, (tuple, list)) or len(output) != len(self.parts):
+            what = type(output).__name__ if not isinstance(output, (tuple, list)) else f"{len(output)} values"
+            raise WrongOutputStructure(f"returned {what}; expected a tuple ({', '.join(self.parts)})")
+        return list(output)
+
+    def expected_parts(self, case: Case) -> list:
+        return list(case.expected) if self.parts else [case.expected]
+
+    def compare(self, case: Case, output) -> CaseResult:
+        """The verdict on one output: each part against the reference's and, when one differs, the
+        named mistake that the output matches (`diagnose`)."""
+        tolerance = self.tolerance_for(case)
+        try:
+            got = self.split_output(output)
+        except WrongOutputStructure as problem:
+            return CaseResult(case.name, False, math.inf, tolerance, str(problem))
+        errors, notes, failed = [], [], []
+        for i, (got_part, expected_part) in enumerate(zip(got, self.expected_parts(case))):
+            err, note = compare_tensor(got_part, expected_part, tolerance)
+            errors.append(err)
+            if note:
+                failed.append(i)
+                notes.append(f"{self.parts[i]}: {note}" if self.parts else note)
+        worst = max(errors)
+        if not failed:
+            return CaseResult(case.name, True, worst, tolerance)
+        mistake = self.diagnose(case, got, failed, tolerance)
+        return CaseResult(case.name, False, worst, tolerance, "; ".join(notes), mistake=mistake)
+
+    def diagnose(self, case: Case, got: list, failed: list, tolerance: float) -> str | None:
+        """The hint of the first named mistake that explains this output, or None.
+
+        `got` is the output's parts, `failed` the indices of those that differ from the reference. A
+        mistake explains the output when each failed part matches that part of the mistake's output,
+        and the mistake's part itself differs from the reference (a mistake that changes nothing on
+        this case proves nothing). A mistake that raises, returns another structure, or has a value
+        that is not finite in a part compared here (NaN - NaN is NaN, which no tolerance rejects),
+        cannot be the diagnosis: it is skipped, and it never makes the check raise.
+
+        Every exercise's checks name their mistakes with this one loop.
+        """
+        expected = self.expected_parts(case)
+        for hint, mistake in self.mistakes.items():
+            try:
+                if self._explains(mistake, case, got, expected, failed, tolerance):
+                    return hint
+            except Exception:  # a mistake that cannot be evaluated on this case explains nothing
+                continue
+        return None
+
+    def _explains(self, mistake, case: Case, got: list, expected: list, failed: list, tolerance: float) -> bool:
+        wrong = self.split_output(mistake(*_copies(case.args)))
+        for i in failed:
+            w, e = _float64(wrong[i]), _float64(expected[i])
+            if not (torch.isfinite(w).all() and torch.isfinite(e).all()):
+                return False
+            if compare_tensor(got[i], w, tolerance)[1]:
+                return False  # the learner's part is not the mistake's
+            if w.shape == e.shape and torch.allclose(w, e, atol=tolerance, rtol=0):
+                return False  # the mistake gives the right answer here
+        return True
+
+    def judge_case(self, case: Case, output, args_after: tuple) -> CaseResult:
+        """The verdict on one case, from the learner's output and the arguments as the call left them.
+
+        Both places that judge a learner's output come here: `evaluate` (the check in the notebook) and
+        the instructors' grader (course_utils.grading.judge, on what the learner's kernel sent back).
+        """
+        try:
+            result = self.compare(case, output)
+            if result.passed and changed_in_place(case.args, args_after):
+                return CaseResult(
+                    case.name, False, result.error, result.tolerance, "your function changed its input tensor in place"
+                )
+            return result
+        except Exception as exc:  # an output so odd that comparing it fails (a tensor subclass that raises, ...)
+            return CaseResult(
+                case.name,
+                False,
+                math.inf,
+                self.tolerance_for(case),
+                f"the output could not be compared ({type(exc).__name__})",
+            )
+
+    # ------------------------------------------------------------------------------------------------
+    # running the check in the notebook
+    # ------------------------------------------------------------------------------------------------
+    def call(self, fn, args: tuple):
+        """Call the learner's function on one case's arguments (copies). This is the one place where a
+        check in the notebook runs learner code; the grader runs it in the learner's kernel instead
+        (course_utils.grading.kernel)."""
+        return fn(*args)
+
+    def evaluate(self, fn, seed: int = 0) -> CheckReport:
+        """Call fn on every case (in this process) and judge each output; never raises for the learner's bugs."""
+        if not callable(fn):
+            return CheckReport(
+                self.name, "error", message=f"expected a function, got {type(fn).__name__}", hint=self.hint
+            )
+        results = []
+        for case in self.cases(seed):
+            args = _copies(case.args)
+            try:
+                output = self.call(fn, args)
+            except NotImplementedError:
+                return CheckReport(self.name, "not-implemented")
+            except (Exception, SystemExit) as exc:  # the learner's bug, reported in one line
+                return CheckReport(
+                    self.name,
+                    "error",
+                    message=f"raised {describe_exception(exc)} (on case: {case.name})",
+                    hint=self.hint,
+                )
+            results.append(self.judge_case(case, output, args))
+        return self.report(results)
+
+    def report(self, results: list) -> CheckReport:
+        """The check's verdict from its cases' verdicts. The hint, first that applies: the named mistake
+        an output matched, the NaN hint, the in-place hint, the check's general hint."""
+        if all(r.passed for r in results):
+            return CheckReport(self.name, "passed", results)
+        failed = [r for r in results if not r.passed]
+        named = next((r.mistake for r in failed if r.mistake), None)
+        if named:
+            hint = named
+        elif any(_non_finite(r.note) for r in failed):
+            hint = self.nan_hint
+        elif any("in place" in r.note for r in failed):
+            hint = self.in_place_hint
+        else:
+            hint = self.hint
+        return CheckReport(self.name, "failed", results, hint=hint)
+
+    def __call__(self, fn, seed: int = 0) -> CheckReport:
+        report = self.evaluate(fn, seed)
+        print(report.text())
+        return report
+
+
+def _float64(value) -> torch.Tensor:
+    t = _as_tensor(value)
+    if t is None:
+        raise WrongOutputStructure(f"not a tensor: {type(value).__name__}")
+    return t.to(torch.float64)

@@ -1,0 +1,215 @@
+"""Checks for exercise 01 (LayerNorm): the statistics LayerNorm computes, LayerNorm forward, one question.
+
+    ✅ layer_norm: all 7 cases match the reference (max abs error below 1e-06, tolerance 1e-04)
+    ❌ layer_norm: 5 of 7 cases differ from the reference
+       ✗ a batch of rows (3×5): max abs error 1.8e-01 > tolerance 1.0e-04
+       Hint: your output matches LayerNorm with the *unbiased* variance (dividing by n - 1) ...
+
+The cases are chosen so that each realistic mistake shows on at least one of them: the seed's vector
+[4, 6, 2, 8] (the unbiased variance), a batch of rows (the wrong axis), a constant row (no eps), a
+nearly constant row with a large eps (eps outside the square root), gamma and beta (no affine).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .. import norms
+from .core import Case, CheckReport, FunctionCheck, WrongOutputStructure
+from .questions import MultipleChoice
+from .registry import Exercise, Graded
+
+__all__ = [
+    "EXERCISE",
+    "LAYER_NORM_CHECK",
+    "STATISTICS_CHECK",
+    "VARIANCE_QUESTION",
+    "check_layer_norm",
+    "check_statistics",
+]
+
+
+# ----------------------------------------------------------------------------------------------------
+# layer_norm(x, gamma=None, beta=None, eps=1e-5)
+# ----------------------------------------------------------------------------------------------------
+def _ln_ref(x, weight=None, bias=None, eps=1e-5):
+    return norms.layer_norm(
+        x.double(), None if weight is None else weight.double(), None if bias is None else bias.double(), eps
+    )
+
+
+def _layer_norm_cases(g: torch.Generator) -> list:
+    def randn(*shape):
+        return torch.randn(*shape, generator=g)
+
+    d = 6
+    specs = [
+        ("the seed's vector [4, 6, 2, 8]", (torch.tensor([4.0, 6.0, 2.0, 8.0]), None, None, 1e-5)),
+        ("a batch of rows (3×5)", (randn(3, 5) * 3 + 1, None, None, 1e-5)),
+        ("a constant row [7, 7, 7, 7] (variance 0)", (torch.full((2, 4), 7.0), None, None, 1e-5)),
+        ("large values (scale 1000, offset 500)", (randn(4, 16) * 1000 + 500, None, None, 1e-5)),
+        ("a nearly constant row with eps = 1e-3", (1.0 + 1e-3 * randn(2, 8), None, None, 1e-3)),
+        ("a random 3-d tensor (2×3×6) with gamma and beta", (randn(2, 3, d), randn(d), randn(d), 1e-5)),
+        ("gamma = std, beta = mean undoes the normalization", _undo_case(randn(d) * 2 + 3)),
+    ]
+    return [Case(name, args, _ln_ref(*args)) for name, args in specs]
+
+
+def _undo_case(row: torch.Tensor):
+    mean = row.mean()
+    std = torch.sqrt(((row - mean) ** 2).mean() + 1e-5)
+    d = row.shape[0]
+    return (row, std.expand(d).clone(), mean.expand(d).clone(), 1e-5)
+
+
+def _ln_unbiased(x, weight=None, bias=None, eps=1e-5):
+    x = x.double()
+    y = (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True, unbiased=True) + eps)
+    return _affine(y, weight, bias)
+
+
+def _ln_wrong_axis(x, weight=None, bias=None, eps=1e-5):
+    x = x.double()
+    y = (x - x.mean(0, keepdim=True)) / torch.sqrt(x.var(0, keepdim=True, unbiased=False) + eps)
+    return _affine(y, weight, bias)
+
+
+def _ln_eps_outside(x, weight=None, bias=None, eps=1e-5):
+    x = x.double()
+    y = (x - x.mean(-1, keepdim=True)) / (torch.sqrt(x.var(-1, keepdim=True, unbiased=False)) + eps)
+    return _affine(y, weight, bias)
+
+
+def _ln_no_affine(x, weight=None, bias=None, eps=1e-5):
+    return _ln_ref(x, None, None, eps)
+
+
+def _affine(y, weight, bias):
+    if weight is not None:
+        y = y * weight.double()
+    if bias is not None:
+        y = y + bias.double()
+    return y
+
+
+LAYER_NORM_CHECK = FunctionCheck(
+    name="layer_norm",
+    make_cases=_layer_norm_cases,
+    tolerance=1e-4,
+    hint="compute mean and variance over the last dim (dim=-1, keepdim=True), divide by n (unbiased=False), "
+    "put eps inside the square root, then multiply by gamma and add beta.",
+    nan_hint="NaN appears where the variance is 0 (a constant row): 0 / sqrt(0) is undefined. Add eps to the "
+    "variance inside the square root: sqrt(var + eps).",
+    mistakes={
+        "your output matches LayerNorm with the *unbiased* variance (dividing by n - 1). "
+        "LayerNorm uses the biased variance: x.var(dim=-1, unbiased=False), or ((x - mean)**2).mean(-1).": _ln_unbiased,
+        "your output matches normalizing over the wrong axis (dim 0, across rows). LayerNorm normalizes each "
+        "row on its own: reduce over the last dim (dim=-1).": _ln_wrong_axis,
+        "your output matches adding eps *outside* the square root, std + eps. LayerNorm divides by "
+        "sqrt(var + eps); the difference shows when the variance is close to eps.": _ln_eps_outside,
+        "your output matches LayerNorm without gamma and beta. After normalizing, multiply by gamma "
+        "(weight) and add beta (bias) when they are given.": _ln_no_affine,
+    },
+    reference=_ln_ref,
+)
+
+
+def check_layer_norm(fn, seed: int = 0) -> CheckReport:
+    """Check a learner's `layer_norm(x, gamma=None, beta=None, eps=1e-5)` against the reference."""
+    return LAYER_NORM_CHECK(fn, seed)
+
+
+# ----------------------------------------------------------------------------------------------------
+# statistics(x) -> (mean, variance, std), as LayerNorm computes them: [4, 6, 2, 8] -> 5, 5, sqrt(5)
+# ----------------------------------------------------------------------------------------------------
+def _statistics_ref(x):
+    x = x.double()
+    mean = x.mean()
+    variance = ((x - mean) ** 2).mean()
+    return mean, variance, variance.sqrt()
+
+
+def _statistics_cases(g: torch.Generator) -> list:
+    vectors = [
+        ("mean, variance and std of [4, 6, 2, 8]", torch.tensor([4.0, 6.0, 2.0, 8.0])),
+        ("a random vector of 7 values", torch.randn(7, generator=g) * 3 + 1),
+        ("a constant vector [7, 7, 7]", torch.full((3,), 7.0)),
+        ("a random vector of 50 values", torch.randn(50, generator=g) * 10 - 4),
+    ]
+    return [Case(name, (v,), _statistics_ref(v)) for name, v in vectors]
+
+
+def _statistics_unbiased(x):
+    """The n - 1 variance (torch.var's default) and its square root."""
+    x = x.double()
+    n = x.numel()
+    variance = ((x - x.mean()) ** 2).sum() / (n - 1)
+    return x.mean(), variance, variance.sqrt()
+
+
+class _NumbersCheck(FunctionCheck):
+    """A check of a function that returns a tuple of plain numbers (floats, or one-element tensors)."""
+
+    def split_output(self, output) -> list:
+        try:
+            values = [torch.tensor(float(v), dtype=torch.float64) for v in output]
+        except Exception:
+            values = None
+        if values is None or len(values) != len(self.parts):
+            raise WrongOutputStructure(f"return a tuple of three numbers: ({', '.join(self.parts)})")
+        return values
+
+
+STATISTICS_CHECK = _NumbersCheck(
+    name="statistics",
+    make_cases=_statistics_cases,
+    tolerance=1e-4,
+    hint="mean = sum / n; variance = mean of the squared deviations (divide by n); std = sqrt(variance).",
+    mistakes={
+        "your variance divides by n - 1 (for [4, 6, 2, 8]: 20/3 ≈ 6.667). LayerNorm divides the sum of "
+        "squared deviations by n (20 / 4 = 5).": _statistics_unbiased
+    },
+    reference=_statistics_ref,
+    parts=("mean", "variance", "std"),
+)
+
+
+def check_statistics(fn) -> CheckReport:
+    """Check a function statistics(x) returning (mean, variance, std) of a 1-d tensor, as LayerNorm computes them."""
+    return STATISTICS_CHECK(fn)
+
+
+# ----------------------------------------------------------------------------------------------------
+# the question, the registry
+# ----------------------------------------------------------------------------------------------------
+VARIANCE_QUESTION = MultipleChoice(
+    id="ex01.variance",
+    prompt="You compute LayerNorm with torch.var(x, dim=-1) (torch's default, unbiased) instead of the "
+    "biased variance. What happens?",
+    choices={
+        "a": "Nothing: the two variances are equal for any vector.",
+        "b": "The output is scaled by sqrt((n-1)/n): slightly too small, most visibly for short vectors.",
+        "c": "The output is no longer centred at mean 0.",
+        "d": "The output becomes NaN for constant vectors.",
+    },
+    answer="b",
+    explanation="the unbiased variance is n/(n-1) times the biased one, so dividing by its square root "
+    "shrinks every output by sqrt((n-1)/n): 0.866 for n = 4, 0.9993 for n = 768. The mean is "
+    "still subtracted, so the output stays centred.",
+    wrong_hints={
+        "a": "they differ by the factor n/(n-1): compute both for [4, 6, 2, 8] (5 vs 6.667).",
+        "c": "the mean is subtracted the same way in both cases; only the divisor changes.",
+        "d": "eps keeps the denominator positive for constant vectors in both versions.",
+    },
+)
+
+EXERCISE = Exercise(
+    "ex01_layernorm",
+    graded=[
+        Graded("statistics", "statistics", 1),
+        Graded("layer_norm", "layer_norm", 3),
+        Graded("ex01.variance", "answer_variance_pitfall", 1),
+    ],
+    checks=[LAYER_NORM_CHECK, STATISTICS_CHECK],
+    questions=[VARIANCE_QUESTION],
+)

@@ -1,0 +1,474 @@
+"""The instructors' batch grader: submitted exercise notebooks in, a gradebook and feedback out.
+
+    python -m course_utils.grade SUBMISSIONS... [--out grades.csv] [--feedback DIR] [--jobs N]
+                                 [--timeout SECONDS] [--cell-timeout SECONDS] [--seed N]
+                                 [--exercise ID] [--force]
+
+SUBMISSIONS are notebook files or folders (searched recursively for *.ipynb; hidden folders such as
+.ipynb_checkpoints are skipped). The learner id is the first folder below a folder you name
+(submissions/alice/ex01.ipynb -> alice), otherwise the file name (submissions/alice.ipynb -> alice;
+a file named on the command line whose name starts with the exercise id takes its folder's name).
+The exercise comes from the notebook's metadata (written by the exercise generator); the file name is
+only a fallback, because learners rename files.
+
+Each notebook runs in a fresh kernel, in a temporary copy of its folder, with a time limit per cell
+(--cell-timeout) and for the whole notebook (--timeout). Then the grader calls the learner's functions
+in that kernel on fresh inputs from its own seed and compares the results here, in its own process
+(course_utils.grading.run explains how, and why the kernel cannot fake a verdict).
+
+Outputs: a CSV with one row per submission (learner, exercise, status, total, max, points per check,
+reason), one Markdown feedback file per learner, a file collecting the free-text answers, and a
+summary on the terminal. The state file next to the CSV (grades.state.jsonl) makes a run resumable:
+unchanged, already graded submissions are skipped unless --force, and it keeps the run's seed, so a
+re-run gives identical grades. Exit status 0 when every submission got a row.
+
+Submissions are code. Run the grader as a separate user or in a container for a class you do not trust
+(docs/grading.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import re
+import secrets
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from multiprocessing import get_context
+from pathlib import Path
+
+from .run import GRADER_VERSION, STATUSES, file_sha256, grade_submission, worker_init
+
+__all__ = ["main", "discover", "Submission"]
+
+ROOT = Path(__file__).resolve().parents[2]  # the course's repository
+SOLUTIONS = ROOT / "solutions"
+
+
+# ------------------------------------------------------------------------------------------------------
+# finding the submissions
+# ------------------------------------------------------------------------------------------------------
+class Submission:
+    """One file to grade, or (path=None) a learner folder that holds no notebook at all."""
+
+    def __init__(self, path, learner: str, display: str, copy_folder: bool):
+        self.path, self.learner, self.display, self.copy_folder = path, learner, display, copy_folder
+
+
+def _visible(rel: Path) -> bool:
+    return not any(part.startswith(".") or part == "__pycache__" for part in rel.parts)
+
+
+def discover(arguments: list[str], skip: tuple = ()) -> list[Submission]:
+    """The submissions named by the command line (files as given, folders searched recursively)."""
+    found, seen = [], set()
+    skip = {Path(s).resolve() for s in skip}
+    for argument in arguments:
+        base = Path(argument)
+        if base.is_dir():
+            notebooks = sorted(
+                p for p in base.rglob("*.ipynb") if _visible(p.relative_to(base)) and p.is_file() and not p.is_symlink()
+            )
+            holders = set()
+            for nb in notebooks:
+                rel = nb.relative_to(base)
+                nested = len(rel.parts) > 1
+                learner = rel.parts[0] if nested else nb.stem
+                holders.add(rel.parts[0])
+                # a notebook right in its learner's folder runs with that folder's files (a copy of them)
+                found.append(Submission(nb, learner, str(nb), copy_folder=len(rel.parts) == 2))
+            for folder in sorted(p for p in base.iterdir() if p.is_dir() and _visible(p.relative_to(base))):
+                files = [f for f in folder.rglob("*") if f.is_file() and _visible(f.relative_to(folder))]
+                if folder.name not in holders and files:
+                    names = ", ".join(sorted(f.name for f in files)[:3])
+                    found.append(Submission(None, folder.name, f"{folder}/ (no .ipynb: {names})", False))
+        elif base.exists():
+            learner = base.parent.name if re.match(r"ex\d\d", base.stem, re.I) and base.parent.name else base.stem
+            found.append(Submission(base, learner or base.stem, str(base), copy_folder=False))
+        else:
+            print(f"warning: {argument} does not exist", file=sys.stderr)
+    unique = []
+    for sub in found:
+        key = sub.path.resolve() if sub.path else sub.display
+        if key not in seen and key not in skip:
+            seen.add(key)
+            unique.append(sub)
+    return unique
+
+
+def known_exercises() -> list[str]:
+    return sorted(p.stem for p in SOLUTIONS.glob("ex*.ipynb"))
+
+
+# ------------------------------------------------------------------------------------------------------
+# the resume state: one JSON line per graded submission, appended as soon as it is graded
+# ------------------------------------------------------------------------------------------------------
+class State:
+    def __init__(self, path: Path):
+        self.path, self.seed, self.entries = path, None, {}
+        if path.exists():
+            for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+                try:
+                    entry = json.loads(line)
+                except ValueError:
+                    continue  # a line cut short by an interruption
+                if not isinstance(entry, dict):
+                    continue
+                if "seed" in entry and "path" not in entry:
+                    self.seed = entry["seed"]
+                elif "path" in entry:
+                    self.entries[entry["path"]] = entry
+
+    def set_seed(self, seed: int) -> None:
+        if seed != self.seed:
+            self.seed = seed
+            self._append({"seed": seed, "grader": GRADER_VERSION})
+
+    def fresh(self, display: str, sha256: str, config: dict):
+        entry = self.entries.get(display)
+        if (
+            entry
+            and entry.get("sha256") == sha256
+            and entry.get("config") == config
+            and entry.get("status") in STATUSES
+            and _registry_unchanged(entry)
+        ):
+            return entry
+        return None
+
+    def record(self, result: dict) -> None:
+        self.entries[result["path"]] = result
+        self._append(result)
+
+    def _append(self, entry: dict) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(entry, ensure_ascii=False) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def _registry_unchanged(entry: dict) -> bool:
+    """A stored grade is reused only while its exercise's checks and points are the same."""
+    if not entry.get("items"):
+        return True
+    from .run import column_name, load_registry
+
+    try:
+        items = load_registry(entry["exercise"])
+    except Exception:
+        return False
+    now = [(column_name(entry["exercise"], g.check), float(g.points)) for _, g, _ in items]
+    return now == [(i["column"], i["points"]) for i in entry["items"]]
+
+
+# ------------------------------------------------------------------------------------------------------
+# outputs
+# ------------------------------------------------------------------------------------------------------
+def _columns(results: list[dict]) -> list[str]:
+    columns = []
+    for result in sorted(results, key=lambda r: r["exercise"]):
+        for item in result["items"]:
+            if item["column"] not in columns:
+                columns.append(item["column"])
+    return columns
+
+
+def _points(value: float) -> str:
+    return f"{value:g}"
+
+
+def _cell(text: str) -> str:
+    """A CSV text cell that a spreadsheet will not run as a formula (learner ids and ids come from submissions)."""
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+def write_csv(results: list[dict], path: Path) -> None:
+    columns = _columns(results)
+    header = ["learner", "exercise", "status", "total", "max", *columns, "reason", "submission", "sha256"]
+    tmp = path.with_name(path.name + ".tmp")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(tmp, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(header)
+        for r in results:
+            earned = {i["column"]: _points(i["earned"]) for i in r["items"]}
+            writer.writerow(
+                [
+                    _cell(r["learner"]),
+                    _cell(r["exercise"]),
+                    r["status"],
+                    _points(r["total"]),
+                    _points(r["max"]),
+                    *[earned.get(c, "") for c in columns],
+                    _cell(r["reason"]),
+                    _cell(r["path"]),
+                    r["sha256"][:12],
+                ]
+            )
+    os.replace(tmp, path)
+
+
+def _safe_name(learner: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", learner).strip("._") or "learner"
+
+
+def feedback_markdown(learner: str, results: list[dict]) -> str:
+    lines = [f"# Feedback for {learner}", ""]
+    for r in results:
+        title = r["exercise"] or "unknown exercise"
+        lines += [
+            f"## {title}: {_points(r['total'])} / {_points(r['max'])} points",
+            "",
+            f"- Submission: `{r['path']}`",
+            f"- Status: **{r['status']}**: {r['reason']}",
+            "",
+        ]
+        if r["items"]:
+            lines += ["| check | points | verdict |", "|---|---|---|"]
+            for item in r["items"]:
+                verdict = item["text"].splitlines()[0] if item["text"] else item["status"]
+                lines.append(
+                    f"| {item['column']} | {_points(item['earned'])} / {_points(item['points'])} | "
+                    f"{verdict.replace('|', '/')} |"
+                )
+            lines.append("")
+            for item in r["items"]:
+                if item["earned"] < item["points"] and item["text"]:
+                    lines += [f"### {item['column']}", "", "```text", item["text"], "```", ""]
+        if r["cell_errors"]:
+            lines += ["### Cells that raised an error when the grader ran the notebook", ""]
+            lines += [f"- {e}" for e in r["cell_errors"]] + [""]
+        if r["free_text"]:
+            lines += ["### Your written answers (read by your instructor)", ""]
+            for answer in r["free_text"]:
+                lines += (
+                    [f"**{answer['prompt']}**", ""] + [f"> {line}" for line in answer["answer"].splitlines()] + [""]
+                )
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def write_feedback(results: list[dict], folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    by_learner: dict[str, list] = {}
+    for r in results:
+        by_learner.setdefault(r["learner"], []).append(r)
+    names = {}
+    for learner, rows in sorted(by_learner.items()):
+        name = _safe_name(learner)
+        while name in names.values():
+            name += "_"
+        names[learner] = name
+        (folder / f"{name}.md").write_text(feedback_markdown(learner, rows), encoding="utf-8")
+    lines = ["# Free-text answers, by question", ""]
+    questions: dict[tuple, list] = {}
+    for r in results:
+        for answer in r["free_text"]:
+            questions.setdefault((r["exercise"], answer["prompt"]), []).append((r["learner"], answer["answer"]))
+    for (exercise, prompt), answers in sorted(questions.items()):
+        lines += [f"## {exercise}: {prompt}", ""]
+        for learner, text in answers:
+            lines += [f"**{learner}**", ""] + [f"> {line}" for line in text.splitlines()] + [""]
+    (folder / "_free_text_answers.md").write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
+
+
+def summary(results: list[dict], seconds: float, skipped: int) -> str:
+    width = min(max([7] + [len(r["learner"]) for r in results]), 24)
+    ex_width = min(max([8] + [len(r["exercise"]) for r in results]), 20)
+    lines = [
+        f"{'learner':<{width}}  {'exercise':<{ex_width}}  {'points':>9}  {'status':<16}  reason",
+        f"{'-' * width}  {'-' * ex_width}  {'-' * 9}  {'-' * 16}  {'-' * 30}",
+    ]
+    for r in results:
+        points = f"{_points(r['total'])}/{_points(r['max'])}"
+        lines.append(
+            f"{r['learner'][:width]:<{width}}  {r['exercise'][:ex_width]:<{ex_width}}  {points:>9}  "
+            f"{r['status']:<16}  {r['reason'][:70]}"
+        )
+    counts = {}
+    for r in results:
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+    lines.append("")
+    lines.append(
+        f"{len(results)} submissions: "
+        + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+        + f" ({skipped} unchanged, reused from the state file) in {seconds:.0f} s"
+    )
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------------------
+# the command
+# ------------------------------------------------------------------------------------------------------
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m course_utils.grade",
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("submissions", nargs="+", help="notebook files or folders of them")
+    p.add_argument("--out", default="grades.csv", help="the gradebook CSV (default: grades.csv)")
+    p.add_argument("--feedback", default=None, help="folder for the feedback files (default: feedback/ next to --out)")
+    p.add_argument("--jobs", type=int, default=min(4, os.cpu_count() or 1), help="notebooks graded at once")
+    p.add_argument("--timeout", type=int, default=300, help="seconds for a whole notebook (default 300)")
+    p.add_argument(
+        "--cell-timeout", type=int, default=60, help="seconds for one cell or one graded function call (default 60)"
+    )
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="seed of the grader's inputs (default: the state file's, else a new random one)",
+    )
+    p.add_argument("--exercise", default=None, help="grade only this exercise id; others get wrong-exercise")
+    p.add_argument("--force", action="store_true", help="grade again even unchanged, already graded submissions")
+    return p
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    if args.seed == 0:
+        print("error: seed 0 is the one learners see in their notebooks; choose another", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    feedback = Path(args.feedback) if args.feedback else out.parent / "feedback"
+    state = State(out.with_name(out.stem + ".state.jsonl"))
+    submissions = discover(args.submissions, skip=(out,))
+    if not submissions:
+        print("error: no notebooks found in " + " ".join(args.submissions), file=sys.stderr)
+        return 2
+    seed = (
+        args.seed
+        if args.seed is not None
+        else state.seed
+        if isinstance(state.seed, int)
+        else secrets.randbelow(2**31 - 2) + 1
+    )
+    state.set_seed(seed)
+    config = {
+        "seed": seed,
+        "timeout": args.timeout,
+        "cell_timeout": args.cell_timeout,
+        "exercise": args.exercise,
+        "grader": GRADER_VERSION,
+    }
+    start = time.perf_counter()
+    results, todo, skipped = {}, [], 0
+    for sub in submissions:
+        if sub.path is None:
+            results[sub.display] = _folder_row(sub, seed, config)
+            continue
+        try:
+            sha = file_sha256(sub.path)
+        except OSError:
+            sha = ""
+        reuse = None if args.force else state.fresh(sub.display, sha, config)
+        if reuse:
+            results[sub.display] = reuse
+            skipped += 1
+        else:
+            todo.append(
+                {
+                    "path": str(sub.path),
+                    "display": sub.display,
+                    "learner": sub.learner,
+                    "sha256": sha,
+                    "copy_folder": sub.copy_folder,
+                    "seed": seed,
+                    "config": config,
+                    "exercise": args.exercise,
+                    "timeout": args.timeout,
+                    "cell_timeout": args.cell_timeout,
+                    "known_exercises": known_exercises(),
+                    "solutions": str(SOLUTIONS),
+                }
+            )
+    interrupted = _grade_all(todo, max(1, args.jobs), state, results)
+    rows = sorted(results.values(), key=lambda r: (r["learner"], r["exercise"], r["path"]))
+    write_csv(rows, out)
+    write_feedback(rows, feedback)
+    print(summary(rows, time.perf_counter() - start, skipped))
+    print(f"seed {seed}; gradebook {out}; feedback in {feedback}/")
+    if interrupted:
+        print(
+            f"interrupted: {len(todo) - interrupted} of {len(todo)} graded; run the same command again to resume",
+            file=sys.stderr,
+        )
+        return 130
+    return 0 if all(r["status"] in STATUSES for r in rows) else 1
+
+
+def _folder_row(sub: Submission, seed: int, config: dict) -> dict:
+    return {
+        "path": sub.display,
+        "learner": sub.learner,
+        "exercise": "",
+        "status": "invalid-notebook",
+        "reason": "the learner's folder holds no .ipynb notebook",
+        "sha256": "",
+        "items": [],
+        "total": 0.0,
+        "max": 0.0,
+        "free_text": [],
+        "cell_errors": [],
+        "identified_by": "",
+        "seed": seed,
+        "config": config,
+    }
+
+
+def _grade_all(todo: list, jobs: int, state: State, results: dict) -> int:
+    """Grade in `jobs` worker processes with a progress bar; returns how many were left when interrupted."""
+    if not todo:
+        return 0
+    from tqdm import tqdm
+
+    pending = {t["display"] for t in todo}
+    bar = tqdm(total=len(todo), desc="grading", unit="notebook", file=sys.stderr, dynamic_ncols=True)
+    pool = ProcessPoolExecutor(
+        max_workers=min(jobs, len(todo)), mp_context=get_context("spawn"), initializer=worker_init
+    )
+    try:
+        futures = {pool.submit(grade_submission, task): task for task in todo}
+        for future in as_completed(futures):
+            task = futures[future]
+            try:
+                result = future.result()
+            except Exception as exc:  # a worker process died: still a row
+                result = {
+                    "path": task["display"],
+                    "learner": task["learner"],
+                    "exercise": "",
+                    "status": "grader-error",
+                    "reason": f"the grading process failed: {type(exc).__name__}",
+                    "sha256": task["sha256"],
+                    "items": [],
+                    "total": 0.0,
+                    "max": 0.0,
+                    "free_text": [],
+                    "cell_errors": [],
+                    "identified_by": "",
+                    "seed": task["seed"],
+                    "config": task["config"],
+                }
+            results[result["path"]] = result
+            pending.discard(result["path"])
+            if result["status"] in STATUSES:
+                state.record(result)
+            bar.set_postfix_str(f"{result['learner'][:16]}: {result['status']}", refresh=False)
+            bar.update(1)
+    except KeyboardInterrupt:  # stop the workers (each kills its kernel); what was graded is in the state file
+        workers = list(getattr(pool, "_processes", {}).values())
+        for process in workers:
+            process.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
+        for process in workers:
+            process.join(5)
+        bar.close()
+        return len(pending) or 1
+    bar.close()
+    pool.shutdown()
+    return 0
