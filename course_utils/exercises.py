@@ -2,7 +2,7 @@
 
     python -m course_utils.exercises            # solutions/*.ipynb -> exercises/*.ipynb
     python -m course_utils.exercises --check    # exit 1 if exercises/ is out of date
-    python -m course_utils.exercises ex02_rmsnorm   # just one
+    python -m course_utils.exercises ex02_rmsnorm   # just one (an id no solution has is an error, exit 2)
 
 In solutions/, the learner's part of a code cell sits between two marker lines (the nbgrader
 convention instructors know):
@@ -32,7 +32,7 @@ from pathlib import Path
 
 from . import nbtools
 
-__all__ = ["BEGIN", "END", "strip_solutions", "make_exercise", "generate", "ROOT"]
+__all__ = ["BEGIN", "END", "strip_solutions", "make_exercise", "generate", "UnknownExercise", "ROOT"]
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,6 +41,10 @@ _MARKER = re.compile(r"^(?P<indent>[ \t]*)### (?P<kind>BEGIN|END) SOLUTION\s*$")
 
 class MarkerError(ValueError):
     pass
+
+
+class UnknownExercise(ValueError):
+    """An exercise id (or file name) that names no notebook in solutions/."""
 
 
 def strip_solutions(source: str, cell_type: str = "code", where: str = "") -> str:
@@ -104,11 +108,19 @@ def learner_view(nb):
 def generate(root: Path = ROOT, check: bool = False, only=None) -> list:
     """Write (or, with check=True, only compare) every exercise; returns the out-of-date names.
 
-    only: an iterable of exercise ids or file names (ex02_rmsnorm or ex02_rmsnorm.ipynb) to limit the work.
+    only: an iterable of exercise ids or file names (ex02_rmsnorm or ex02_rmsnorm.ipynb) to limit the work;
+    UnknownExercise, before anything is written, if one of them names no solution notebook.
     """
     stale = []
     wanted = None if not only else {Path(name).stem for name in only}
-    for solution in sorted((root / "solutions").glob("ex*.ipynb")):
+    solutions = sorted((root / "solutions").glob("ex*.ipynb"))
+    unknown = sorted(wanted - {s.stem for s in solutions}) if wanted else []
+    if unknown:
+        raise UnknownExercise(
+            f"no exercise {', '.join(unknown)} in solutions/; the known ones are: "
+            + (", ".join(s.stem for s in solutions) or "none")
+        )
+    for solution in solutions:
         if wanted is not None and solution.stem not in wanted:
             continue
         target = root / "exercises" / solution.name
@@ -127,12 +139,16 @@ def main(argv=None) -> int:
     parser.add_argument("--check", action="store_true", help="only report exercises that are out of date")
     parser.add_argument("only", nargs="*", help="exercise ids or solution paths (default: all)")
     args = parser.parse_args(argv)
-    stale = generate(check=args.check, only=args.only)
+    try:
+        stale = generate(check=args.check, only=args.only)
+    except UnknownExercise as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     if args.check:
         for name in stale:
             print(f"out of date: exercises/{name} (run `make exercises`)")
         return 1 if stale else 0
-    count = len(args.only) if args.only else len(list((ROOT / "solutions").glob("ex*.ipynb")))
+    count = len({Path(name).stem for name in args.only} if args.only else list((ROOT / "solutions").glob("ex*.ipynb")))
     print(f"wrote {count} exercise notebook(s) to exercises/")
     return 0
 

@@ -181,13 +181,23 @@ class AttentionProbe:
 # one-call measurements at initialization (chapter 04)
 # ----------------------------------------------------------------------------------------------------
 def gradient_profile(model, x: torch.Tensor, y: torch.Tensor, part: str | None = None) -> list:
-    """Per-block gradient norms of the language-model loss on one batch (the model's .grad is left untouched)."""
+    """Per-block gradient norms of the language-model loss on one batch.
+
+    The model's `.grad` is left untouched: each parameter's `.grad` is afterwards the very tensor (or None)
+    it was before, with the same values, so the profile can be taken in the middle of a training step.
+    """
     from .model import lm_loss
 
-    model.zero_grad(set_to_none=True)
-    with GradNormProbe(model, part) as probe:
-        lm_loss(model(x), y).backward()
-    model.zero_grad(set_to_none=True)
+    params = list(model.parameters())
+    saved = [p.grad for p in params]
+    try:
+        for p in params:
+            p.grad = None
+        with GradNormProbe(model, part) as probe:
+            lm_loss(model(x), y).backward()
+    finally:
+        for p, grad in zip(params, saved):
+            p.grad = grad
     return probe.norms
 
 

@@ -58,6 +58,24 @@ def test_unbalanced_markers_are_errors(src):
         strip_solutions(src, where="test")
 
 
+def test_an_unknown_exercise_id_is_an_error_that_names_the_known_ones(capsys):
+    assert exercises.main(["ex99_typo"]) == 2
+    captured = capsys.readouterr()
+    assert "wrote" not in captured.out
+    assert "ex99_typo" in captured.err and "ex01_layernorm" in captured.err
+
+
+def test_nothing_is_written_when_one_of_the_ids_is_unknown(tmp_path):
+    (tmp_path / "solutions").mkdir()
+    src = ROOT / "solutions" / "ex01_layernorm.ipynb"
+    (tmp_path / "solutions" / src.name).write_bytes(src.read_bytes())
+    with pytest.raises(ValueError, match="ex99_typo.*ex01_layernorm"):  # exercises.UnknownExercise
+        exercises.generate(tmp_path, only=["ex01_layernorm", "ex99_typo"])
+    assert not (tmp_path / "exercises").exists()
+    assert exercises.generate(tmp_path, only=["ex01_layernorm.ipynb"]) == [src.name]  # a file name works too
+    assert (tmp_path / "exercises" / src.name).exists()
+
+
 def test_generator_detects_a_stale_exercise(tmp_path):
     (tmp_path / "solutions").mkdir()
     (tmp_path / "exercises").mkdir()
