@@ -17,6 +17,7 @@ Modules (import what you need; importing this package loads none of them, so it 
     experiments the stability lab: stability_sweep(), lr_sensitivity() (chapter 05)
     grade       `python -m course_utils.grade SUBMISSIONS...`: the instructors' batch grader
     grading     the grader itself: cli, run (one submission), kernel (the protocol), judge (the verdict)
+    tracing     CallTrace: which of a set of functions a call really runs (the checks' forbidden calls)
     env         seed_everything(), pick_device(), environment_report(), course_releases()
     exercises   `python -m course_utils.exercises` writes exercises/ from solutions/
     nbtools     `python -m course_utils.nbtools execute ...` re-executes notebooks deterministically

@@ -95,11 +95,19 @@ def not_implemented(x, weight=None, eps=1e-6):
 # ---------------------------------------------------------------------------------------------------------
 # the rms_norm check
 # ---------------------------------------------------------------------------------------------------------
-def test_right_implementations_pass(capsys):
-    for fn in (right, norms.rms_norm, lambda x, weight=None, eps=1e-6: F.rms_norm(x, x.shape[-1:], weight, eps)):
+def test_a_right_implementation_passes_and_torchs_or_the_courses_is_a_forbidden_shortcut(capsys):
+    report = ex02.check_rms_norm(right)
+    assert report.passed, report.text()
+    shortcuts = {
+        "course_utils.norms.rms_norm": norms.rms_norm,
+        "torch.nn.functional.rms_norm": lambda x, weight=None, eps=1e-6: F.rms_norm(x, x.shape[-1:], weight, eps),
+    }
+    for name, fn in shortcuts.items():
         report = ex02.check_rms_norm(fn)
-        assert report.passed, report.text()
-    assert capsys.readouterr().out.count("✅") == 3
+        # right numbers, no points: the task asks for the computation itself
+        assert not report.passed and report.forbidden == [name] and all(c.passed for c in report.cases), report.text()
+    out = capsys.readouterr().out
+    assert out.count("✅") == 1 and out.count("which this task asks you to write yourself") == 2
 
 
 @pytest.mark.parametrize(
@@ -187,9 +195,9 @@ def test_layer_norm_via_rms_norm_check():
         return via(x, weight, eps) * math.sqrt((n - 1) / n)
 
     assert ex02.LN_VIA_RMS_CHECK.evaluate(via).passed
-    assert ex02.LN_VIA_RMS_CHECK.evaluate(
-        lambda x, weight=None, eps=1e-5: norms.layer_norm(x, weight, None, eps)
-    ).passed
+    shortcut = ex02.LN_VIA_RMS_CHECK.evaluate(lambda x, weight=None, eps=1e-5: norms.layer_norm(x, weight, None, eps))
+    assert not shortcut.passed and shortcut.forbidden == ["course_utils.norms.layer_norm"]
+    assert all(c.passed for c in shortcut.cases)  # the same numbers: LayerNorm is what the task computes
     report = ex02.LN_VIA_RMS_CHECK.evaluate(not_centred)
     assert not report.passed and "subtract each row's mean" in report.hint
     report = ex02.LN_VIA_RMS_CHECK.evaluate(centred_over_columns)

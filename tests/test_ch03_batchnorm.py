@@ -238,29 +238,32 @@ def not_implemented(*args, **kwargs):
     raise NotImplementedError()
 
 
-def test_batch_norm_check_accepts_right_implementations(capsys):
-    for fn in (right, via_torch_module):
-        report = ex03.check_batch_norm(fn)
-        assert report.passed, report.text()
-        assert ex03.check_batch_norm_stream(fn).passed
+def test_batch_norm_check_accepts_a_right_implementation_and_names_the_courses_as_a_shortcut(capsys):
+    assert ex03.check_batch_norm(right).passed and ex03.check_batch_norm_stream(right).passed
+    for check in (ex03.check_batch_norm, ex03.check_batch_norm_stream):
+        report = check(via_torch_module)  # the right numbers through course_utils.norms.batch_norm: no points
+        assert not report.passed and report.forbidden == ["course_utils.norms.batch_norm"], report.text()
+        assert all(c.passed for c in report.cases), report.text()
     out = capsys.readouterr().out
-    assert out.count("✅") == 4
+    assert out.count("✅") == 2 and out.count("which this task asks you to write yourself") == 2
 
 
 @pytest.mark.parametrize(
     "fn, words",
     [
-        (biased_running_variance, "biased"),
+        (biased_running_variance, "*biased* batch variance"),
         (wrong_momentum_direction, "wrong side"),
-        (normalizes_over_features, "LayerNorm"),
-        (eval_uses_batch_statistics, "eval mode"),
+        (normalizes_over_features, "that is LayerNorm"),
+        (eval_uses_batch_statistics, "the batch's own statistics"),
         (normalizes_with_unbiased_variance, "only the stored running variance is unbiased"),
     ],
 )
 def test_batch_norm_check_names_each_realistic_mistake(fn, words):
+    hints = [hint for hint in ex03.BATCH_NORM_CHECK.mistakes if words in hint]
+    assert len(hints) == 1, (words, hints)  # the words single out one named mistake
     report = ex03.BATCH_NORM_CHECK.evaluate(fn)
     assert report.status == "failed", fn.__name__
-    assert words in report.hint, (fn.__name__, report.hint)
+    assert report.hint == hints[0], (fn.__name__, report.hint)
     text = report.text()
     assert "❌" in text and "tolerance" in text
 
@@ -344,10 +347,11 @@ def masked_assumes_zero_padding(x, mask):
     return mean, (((x - mean) ** 2) * w).sum(dim=(0, 1)) / count
 
 
-def test_masked_stats_check_accepts_right_implementations():
-    for fn in (masked_right, ex03.reference_masked_batch_stats):
-        report = ex03.check_masked_batch_stats(fn)
-        assert report.passed, report.text()
+def test_masked_stats_check_accepts_a_right_implementation_and_names_the_reference_as_a_shortcut():
+    assert ex03.check_masked_batch_stats(masked_right).passed
+    report = ex03.check_masked_batch_stats(ex03.reference_masked_batch_stats)
+    assert not report.passed and report.forbidden == ["course_utils.checks.ex03.reference_masked_batch_stats"]
+    assert all(c.passed for c in report.cases), report.text()
 
 
 @pytest.mark.parametrize(

@@ -181,6 +181,19 @@ def test_gradient_probes_match_autograd(placement, part):
     assert block_grad_norms(model, part) == pytest.approx(want, rel=1e-4)
 
 
+def test_gradient_profile_leaves_existing_gradients_untouched():
+    model, x, y = _model_and_batch()
+    want = _autograd_block_norms(model, x, y)
+    lm_loss(model(x), y).backward()  # a training step in progress: .grad holds its gradients
+    model.blocks[0].mlp.down.weight.grad = None  # and one parameter has none yet
+    before = {name: p.grad for name, p in model.named_parameters()}
+    values = {name: None if g is None else g.clone() for name, g in before.items()}
+    assert gradient_profile(model, x, y) == pytest.approx(want, rel=1e-4)
+    for name, p in model.named_parameters():
+        assert p.grad is before[name], name  # the very same tensor (or None) ...
+        assert values[name] is None or torch.equal(p.grad, values[name]), name  # ... with the same values
+
+
 def test_grad_probe_counts_this_backward_only_and_removes_its_hooks():
     model, x, y = _model_and_batch()
     want = _autograd_block_norms(model, x, y)
@@ -407,3 +420,31 @@ def test_given_sublayers_are_the_reference_blocks_parts():
     state = ex04.example_model("peri", n_layer=3)
     model = ex04.model_from_state(state, "peri")
     assert model.cfg.n_layer == 3 and model.cfg.placement == "peri"
+
+
+def test_exercise_04_checks_leave_torchs_global_random_state_alone(capsys):
+    """Running a check (or the example weights, or the given sub-layers) must not reseed or advance the learner's
+    random numbers: the weights come from generators of their own, and every module is built inside fork_rng."""
+
+    def pre(x, params):
+        x = x + ex04.attention(ex04.norm(x, params, "norm1"), params)
+        return x + ex04.mlp(ex04.norm(x, params, "norm2"), params)
+
+    def grad_norms(state, placement, idx, targets):
+        model = ex04.model_from_state(state, placement)
+        lm_loss(model(idx), targets).backward()
+        return torch.tensor([math.sqrt(sum(float(p.grad.pow(2).sum()) for p in b.parameters())) for b in model.blocks])
+
+    torch.manual_seed(2024)
+    before = torch.get_rng_state()
+    params, state = ex04.example_block("layernorm", seed=7), ex04.example_model("post", n_layer=2, seed=7)
+    assert ex04.check_pre_ln_block(pre).passed and ex04.check_layer_grad_norms(grad_norms).passed
+    assert not ex04.check_post_ln_block(pre).passed  # a failing check runs the named mistakes too
+    ex04.block_from_params(params, "post")
+    ex04.model_from_state(state, "post")
+    assert torch.equal(torch.get_rng_state(), before)
+    # the example weights depend on their seed only, not on the global generator
+    torch.manual_seed(1)
+    again = ex04.example_block("layernorm", seed=7)
+    assert all(torch.equal(again[k], v) for k, v in params.items())
+    assert not torch.equal(ex04.example_block("layernorm", seed=8)["attn.q_proj.weight"], params["attn.q_proj.weight"])

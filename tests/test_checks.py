@@ -1,5 +1,6 @@
 """The learner checks accept the right implementation and reject realistic wrong ones, naming the mistake."""
 
+import pytest
 import torch
 
 from course_utils import checks, norms
@@ -17,19 +18,28 @@ def reference(x, gamma=None, beta=None, eps=1e-5):
     return y
 
 
+# Realistic wrong implementations, written as the exercise asks (basic tensor operations, no torch.var)
+
+
+def affine(y, gamma, beta):
+    y = y if gamma is None else y * gamma
+    return y if beta is None else y + beta
+
+
 def unbiased_variance(x, gamma=None, beta=None, eps=1e-5):
-    y = (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True) + eps)
-    return y if gamma is None else y * gamma + beta
+    centred = x - x.mean(-1, keepdim=True)
+    var = (centred**2).sum(-1, keepdim=True) / (x.shape[-1] - 1)
+    return affine(centred / torch.sqrt(var + eps), gamma, beta)
 
 
 def wrong_axis(x, gamma=None, beta=None, eps=1e-5):
-    y = (x - x.mean(0, keepdim=True)) / torch.sqrt(x.var(0, unbiased=False, keepdim=True) + eps)
-    return y if gamma is None else y * gamma + beta
+    centred = x - x.mean(0, keepdim=True)
+    return affine(centred / torch.sqrt((centred**2).mean(0, keepdim=True) + eps), gamma, beta)
 
 
 def eps_outside_sqrt(x, gamma=None, beta=None, eps=1e-5):
-    y = (x - x.mean(-1, keepdim=True)) / (x.std(-1, unbiased=False, keepdim=True) + eps)
-    return y if gamma is None else y * gamma + beta
+    centred = x - x.mean(-1, keepdim=True)
+    return affine(centred / (torch.sqrt((centred**2).mean(-1, keepdim=True)) + eps), gamma, beta)
 
 
 def no_eps(x, gamma=None, beta=None, eps=1e-5):
@@ -60,25 +70,53 @@ def crashes(x, gamma=None, beta=None, eps=1e-5):
 
 
 def test_reference_and_variants_pass(capsys):
-    for fn in (reference, norms.layer_norm, returns_numpy):
+    for fn in (reference, returns_numpy):
         report = ex01.check_layer_norm(fn)
         assert report.passed, report.text()
-    assert capsys.readouterr().out.count("✅") == 3
+    assert capsys.readouterr().out.count("✅") == 2
+    # the course's own reference matches, and is a forbidden shortcut (issue 12, tests/test_forbidden.py)
+    assert "uses course_utils.norms.layer_norm" in ex01.LAYER_NORM_CHECK.evaluate(norms.layer_norm).text()
 
 
-def test_named_mistakes_are_rejected_with_their_hint():
+def the_hint(check, phrase: str) -> str:
+    """The one named mistake's hint of `check` that contains `phrase` (exactly one must)."""
+    hints = [hint for hint in check.mistakes if phrase in hint]
+    assert len(hints) == 1, (phrase, hints)
+    return hints[0]
+
+
+def test_learner_style_mistakes_get_exactly_their_own_hint():
+    check = ex01.LAYER_NORM_CHECK
     expected = {
-        unbiased_variance: "unbiased",
-        wrong_axis: "wrong axis",
-        eps_outside_sqrt: "outside",
-        ignores_gamma_beta: "without gamma and beta",
-        no_eps: "eps",
+        unbiased_variance: the_hint(check, "*unbiased* variance"),
+        wrong_axis: the_hint(check, "wrong axis"),
+        eps_outside_sqrt: the_hint(check, "*outside* the square root"),
+        ignores_gamma_beta: the_hint(check, "without gamma and beta"),
+        no_eps: check.nan_hint,  # a constant row gives 0 / 0: the NaN hint, not the general one
     }
-    for fn, words in expected.items():
-        report = ex01.LAYER_NORM_CHECK.evaluate(fn)
+    assert len(set(expected.values())) == len(expected)
+    for fn, hint in expected.items():
+        report = check.evaluate(fn)
         assert report.status == "failed", fn.__name__
-        assert words in report.hint, (fn.__name__, report.hint)
+        assert report.hint == hint, (fn.__name__, report.hint)
         assert "❌" in report.text() and "tolerance" in report.text()
+
+
+def named_mistakes():
+    """Every named mistake of every graded function check in the registry, with its hint."""
+    for exercise in checks.all_exercises():
+        for item in exercise.items():
+            if item.kind == "function":
+                for number, (hint, mistake) in enumerate(item.check.mistakes.items()):
+                    yield pytest.param(item.check, hint, mistake, id=f"{exercise.id}.{item.check.name}.{number}")
+
+
+@pytest.mark.parametrize("check, hint, mistake", list(named_mistakes()))
+def test_each_named_mistake_is_diagnosed_with_its_own_hint(check, hint, mistake):
+    """A learner whose function is exactly a named mistake gets that mistake's hint, not another's."""
+    report = check.evaluate(mistake, seed=0)
+    assert report.status == "failed"
+    assert report.hint == hint, f"expected {hint[:70]!r}..., got {report.hint[:70]!r}..."
 
 
 def test_in_place_modification_is_caught():
@@ -139,9 +177,17 @@ def not_implemented_answer():
     raise NotImplementedError()
 
 
-def test_report_does_not_display_twice():
-    report = ex01.LAYER_NORM_CHECK.evaluate(reference)
-    assert report._ipython_display_() is None
+def test_a_check_on_a_cells_last_line_shows_its_report_exactly_once(capsys):
+    """`check_layer_norm(layer_norm)` prints its report (so that it shows wherever the call is in a cell);
+    Jupyter then displays the returned report as the cell's value, which must add nothing: no second
+    copy of the text, no `CheckReport(...)`."""
+    from IPython.core.formatters import DisplayFormatter
+
+    for fn in (reference, unbiased_variance):
+        report = ex01.check_layer_norm(fn)
+        assert capsys.readouterr().out == report.text() + "\n"
+        shown = DisplayFormatter().format(report)  # what Jupyter shows for a cell's value (mime bundle)
+        assert shown == ({}, {}) and capsys.readouterr().out == ""
 
 
 def test_registry_of_every_exercise_is_consistent():

@@ -23,10 +23,10 @@ import nbformat
 import pytest
 import torch
 
-from course_utils.exercises import BEGIN, END, make_exercise
+from course_utils.exercises import make_exercise
 from course_utils.grading import kernel
 
-from conftest import ROOT
+from conftest import ROOT, completed
 
 EX01 = ROOT / "solutions" / "ex01_layernorm.ipynb"
 HANDED_OUT = "ex01_layernorm.ipynb"  # the file name learners get (many keep it)
@@ -36,15 +36,6 @@ CELL_TIMEOUT = 8  # seconds: the loop cases cost this much; every honest ex01 ce
 # ------------------------------------------------------------------------------------------------------
 # building learner notebooks from a solution
 # ------------------------------------------------------------------------------------------------------
-def completed(solution: Path):
-    """What a learner who solved everything hands in: the solution's code, the exercise's metadata."""
-    nb = nbformat.read(solution, as_version=4)
-    for cell in nb.cells:
-        cell.source = "\n".join(line for line in cell.source.splitlines() if line.strip() not in (BEGIN, END))
-    nb.metadata["course"] = make_exercise(solution).metadata["course"]
-    return nb
-
-
 def untouched(solution: Path):
     return make_exercise(solution)
 
@@ -396,6 +387,132 @@ def test_resume_regrades_only_new_or_changed_submissions_with_identical_grades(g
 
     proc = run_grader(root / "subs" / "wrong_nbformat" / HANDED_OUT, "--out", "out/grades.csv", "--force", cwd=root)
     assert "(0 unchanged" in proc.stdout and read_rows(root / "out" / "grades.csv")["wrong_nbformat"]["total"] == "0"
+
+
+# ------------------------------------------------------------------------------------------------------
+# the grader's own failures are not the learners'
+# ------------------------------------------------------------------------------------------------------
+BUGGY_GRADER = '''\
+"""The grader with a bug injected into one case generator, in the grader's own processes only: the
+spawned worker processes run this file too (as __mp_main__); the learners' kernels never import it."""
+import sys
+
+from course_utils.checks import exercise_registry
+
+
+def broken_case_generator(generator):
+    raise KeyError("injected: a bug in a case generator")
+
+
+exercise_registry("ex01_layernorm").checks["layer_norm"].make_cases = broken_case_generator
+
+if __name__ == "__main__":
+    from course_utils.grading.cli import main
+
+    sys.exit(main())
+'''
+
+
+def test_a_bug_in_the_grader_is_a_grader_error_not_the_learners(tmp_path):
+    write(completed(EX01), tmp_path / "subs" / "alice" / HANDED_OUT)  # meets the bug
+    write(completed(ROOT / "solutions" / "ex02_rmsnorm.ipynb"), tmp_path / "subs" / "bob" / "ex02_rmsnorm.ipynb")
+    (tmp_path / "subs" / "carol").mkdir()
+    (tmp_path / "subs" / "carol" / HANDED_OUT).write_bytes(b"")
+    (tmp_path / "buggy_grader.py").write_text(BUGGY_GRADER, encoding="utf-8")
+    args = ["subs", "--out", "out/grades.csv", "--jobs", "2", "--seed", "77"]
+    proc = subprocess.run(
+        [sys.executable, "buggy_grader.py", *args], cwd=tmp_path, capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    rows = read_rows(tmp_path / "out" / "grades.csv")
+    alice = rows["alice"]
+    assert (alice["status"], alice["total"], alice["ex01.layer_norm"]) == ("grader-error", "", ""), alice
+    assert "KeyError" in alice["reason"] and "generating" in alice["reason"]
+    # the run went on: the others are graded as usual
+    assert (rows["bob"]["status"], rows["bob"]["total"]) == ("graded", rows["bob"]["max"])
+    assert rows["carol"]["status"] == "invalid-notebook"
+    # the instructor is told what to report, and where the traceback is
+    log = tmp_path / "out" / "grades.grader-errors.log"
+    assert "GRADER ERROR" in proc.stderr and str(Path("out") / "grades.grader-errors.log") in proc.stderr
+    assert "issue tracker" in proc.stderr and "torch" in proc.stderr and "Python" in proc.stderr
+    assert "commit" in proc.stderr or "not a git checkout" in proc.stderr
+    text = log.read_text(encoding="utf-8")
+    assert "Traceback" in text and "injected: a bug in a case generator" in text and "alice" in text
+    # the learner is not told they failed
+    feedback = (tmp_path / "out" / "feedback" / "alice.md").read_text(encoding="utf-8")
+    assert "not graded yet" in feedback and "problem in the grader" in feedback
+    assert "0 / 5" not in feedback and "❌" not in feedback
+    # nothing is kept for it: once the bug is gone, the same command grades it (and only it)
+    state = (tmp_path / "out" / "grades.state.jsonl").read_text(encoding="utf-8")
+    assert "alice" not in state and "bob" in state
+    proc = run_grader(*args, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "(2 unchanged, reused from the state file)" in proc.stdout
+    alice = read_rows(tmp_path / "out" / "grades.csv")["alice"]
+    assert (alice["status"], alice["total"]) == ("graded", "5"), alice
+    assert not log.exists()
+
+
+def test_an_unknown_exercise_is_wrong_exercise_but_a_broken_check_module_is_the_graders(monkeypatch):
+    import importlib
+
+    from course_utils.grading import run
+
+    assert run.load_registry("ex99_unknown") is None  # the learner's: wrong-exercise
+    assert run.load_registry("ex01_typo") is None  # ex01's module registers another id
+    assert [item.graded.check for item in run.load_registry("ex01_layernorm")][:1] == ["statistics"]
+    real = importlib.import_module
+
+    def broken(name, *args, **kwargs):
+        if name.endswith("checks.ex02"):
+            raise NameError("injected: a check module that does not import")
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(importlib, "import_module", broken)
+    with pytest.raises(NameError):  # raised, so grade_submission reports a grader-error
+        run.load_registry("ex02_rmsnorm")
+
+
+def test_feedback_that_cannot_be_written_is_a_grader_error(tmp_path, monkeypatch):
+    from course_utils.grading import cli
+
+    def row(learner):
+        item = {"column": "ex01.layer_norm", "points": 3.0, "earned": 3.0, "status": "passed", "text": "✅"}
+        return {
+            "path": f"subs/{learner}/{HANDED_OUT}",
+            "learner": learner,
+            "exercise": "ex01_layernorm",
+            "status": "graded",
+            "reason": "all checks passed",
+            "sha256": "ab" * 32,
+            "items": [item],
+            "total": 3.0,
+            "max": 3.0,
+            "free_text": [],
+            "cell_errors": [],
+        }
+
+    rows = [row("alice"), row("bob")]
+    state = cli.State(tmp_path / "grades.state.jsonl")
+    for r in rows:
+        state.record(r)
+    real = cli.feedback_markdown
+
+    def fails_for_bob(learner, results):
+        if learner == "bob" and results[0]["status"] != "grader-error":
+            raise UnicodeError("injected")
+        return real(learner, results)
+
+    monkeypatch.setattr(cli, "feedback_markdown", fails_for_bob)
+    failed = cli.write_feedback(rows, tmp_path / "feedback")
+    assert [r["learner"] for r in failed] == ["bob"]
+    assert (rows[0]["status"], rows[1]["status"]) == ("graded", "grader-error")
+    assert rows[1]["total"] == 0 and rows[1]["items"][0]["earned"] == 0 and "UnicodeError" in rows[1]["reason"]
+    assert "not graded yet" in (tmp_path / "feedback" / "bob.md").read_text(encoding="utf-8")
+    state.forget(rows[1]["path"])
+    again = cli.State(tmp_path / "grades.state.jsonl")  # the next run grades bob again, not alice
+    assert again.entries[rows[0]["path"]]["status"] == "graded"
+    assert again.fresh(rows[1]["path"], rows[1]["sha256"], None) is None
 
 
 # ------------------------------------------------------------------------------------------------------

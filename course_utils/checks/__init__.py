@@ -1,6 +1,7 @@
 """Immediate, friendly checks for the exercise notebooks, and the registry the instructors' grader reads.
 
     core        the framework: Case, FunctionCheck (evaluate, judge_case, diagnose, report), CheckReport
+    forbidden   what each task forbids (Forbidden), the static scan and the runtime trace that find it
     questions   MultipleChoice: the exercises' and chapters' multiple-choice questions
     registry    Graded, Exercise, exercise_registry(), all_exercises(), find_question(), check_choice()
     ex01 ...    one module per exercise: its cases, reference, named mistakes, hints, questions and
@@ -25,6 +26,7 @@ from .core import (
     describe_exception,
     upper_bound,
 )
+from .forbidden import Forbidden
 from .questions import MultipleChoice
 from .registry import Exercise, Graded, GradedItem, all_exercises, check_choice, exercise_registry, find_question
 
@@ -38,6 +40,7 @@ __all__ = [
     "compare_tensor",
     "describe_exception",
     "upper_bound",
+    "Forbidden",
     "MultipleChoice",
     "Exercise",
     "Graded",

@@ -18,6 +18,8 @@ The pieces, in the order a check uses them:
                        diagnose    names the known mistake an output matches (the one such loop)
                        report      turns the cases' verdicts into the check's verdict and hint
     CaseResult       the verdict on one case;  CheckReport  the verdict on the whole check
+    forbidden        what a task asks the learner not to call (checks/forbidden.py): a function that calls
+                     it gets ❌ naming the call, whatever its outputs (`with_forbidden`)
 
 Calling the learner's function is kept apart from judging its output, so that the instructors' grader
 can call the function in the learner's kernel and judge the output in its own process with this very
@@ -36,6 +38,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+
+from . import forbidden as _forbidden
+from .forbidden import Forbidden
 
 __all__ = [
     "Case",
@@ -86,6 +91,8 @@ class CheckReport:
     cases: list = field(default_factory=list)
     hint: str = ""
     message: str = ""
+    forbidden: list = field(default_factory=list)  # the forbidden calls the function makes (checks/forbidden.py)
+    forbidden_hint: str = ""
 
     @property
     def passed(self) -> bool:
@@ -102,6 +109,8 @@ class CheckReport:
         return sum(c.passed for c in self.cases) / len(self.cases)
 
     def text(self) -> str:
+        if self.forbidden:
+            return self._forbidden_text()
         if self.status == "not-implemented":
             return (
                 f"⏳ {self.name}: not implemented yet. "
@@ -123,6 +132,27 @@ class CheckReport:
         for c in failed:
             lines.append(f"   ✗ {c.name}: {c.note}")
         lines.append(f"   Hint: {self.hint}")
+        return "\n".join(lines)
+
+    def _forbidden_text(self) -> str:
+        """❌ naming the first forbidden call, the others, the hint, then what the outputs showed anyway."""
+        first, *others = self.forbidden
+        lines = [f"❌ {self.name}: uses {first}, which this task asks you to write yourself"]
+        if others:
+            lines.append(f"   It also uses {', '.join(others)}.")
+        lines.append(f"   Hint: {self.forbidden_hint}")
+        failed = [c for c in self.cases if not c.passed]
+        if self.message:
+            said = f"it {self.message}" if self.message.startswith("raised ") else self.message
+            lines.append(f"   Apart from that, {said}.")
+        elif self.cases and not failed:
+            which = "the one case matches" if len(self.cases) == 1 else f"all {len(self.cases)} cases match"
+            lines.append(f"   Apart from that, {which} the reference.")
+        elif failed:
+            lines.append(f"   Apart from that, {len(failed)} of {len(self.cases)} cases differ from the reference:")
+            lines += [f"   ✗ {c.name}: {c.note}" for c in failed]
+            if self.hint and self.hint != self.forbidden_hint:
+                lines.append(f"   Hint: {self.hint}")
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -230,6 +260,8 @@ class FunctionCheck:
                    empty when it returns one tensor
     nan_hint       shown when an output contains NaN or inf and matches no named mistake
     in_place_hint  shown when the function changed one of its input tensors
+    forbidden      what the task asks the learner not to call (Forbidden, checks/forbidden.py); the
+                   reference itself is always forbidden. A function that calls one gets ❌ naming it.
     """
 
     name: str
@@ -246,6 +278,7 @@ class FunctionCheck:
     in_place_hint: str = (
         "work on a copy (x - mean creates a new tensor); do not use in-place ops like x.sub_() on the input."
     )
+    forbidden: Forbidden | None = None
 
     # ------------------------------------------------------------------------------------------------
     # the cases
@@ -366,21 +399,40 @@ class FunctionCheck:
                 self.name, "error", message=f"expected a function, got {type(fn).__name__}", hint=self.hint
             )
         results = []
+        static, trace = _forbidden.static_hits(self, fn), _forbidden.trace_for(self)
         for case in self.cases(seed):
             args = _copies(case.args)
             try:
-                output = self.call(fn, args)
+                with trace:  # records the forbidden calls this call really makes
+                    output = self.call(fn, args)
             except NotImplementedError:
                 return CheckReport(self.name, "not-implemented")
             except (Exception, SystemExit) as exc:  # the learner's bug, reported in one line
-                return CheckReport(
+                report = CheckReport(
                     self.name,
                     "error",
                     message=f"raised {describe_exception(exc)} (on case: {case.name})",
                     hint=self.hint,
                 )
+                return self.with_forbidden(report, _forbidden.found(self, static, trace))
             results.append(self.judge_case(case, output, args))
-        return self.report(results)
+        return self.with_forbidden(self.report(results), _forbidden.found(self, static, trace))
+
+    def with_forbidden(self, report: CheckReport, names: list) -> CheckReport:
+        """The verdict for a function that makes forbidden calls (`names`): ❌ naming them, whatever its
+        outputs, which the report still shows. The notebook's check and the grader both end here."""
+        if not names or report.status == "not-implemented":
+            return report
+        forbidden_hint = _forbidden.forbidden_hint(self)
+        return CheckReport(
+            self.name,
+            "error" if report.status == "error" else "failed",  # "error": it also raised
+            report.cases,
+            hint=report.hint if report.status != "passed" else forbidden_hint,
+            message=report.message if report.status == "error" else "",
+            forbidden=list(names),
+            forbidden_hint=forbidden_hint,
+        )
 
     def report(self, results: list) -> CheckReport:
         """The check's verdict from its cases' verdicts. The hint, first that applies: the named mistake

@@ -1,13 +1,15 @@
 """Checks for exercise 01 (LayerNorm): the statistics LayerNorm computes, LayerNorm forward, one question.
 
-    ✅ layer_norm: all 7 cases match the reference (max abs error below 1e-06, tolerance 1e-04)
-    ❌ layer_norm: 5 of 7 cases differ from the reference
+    ✅ layer_norm: all 9 cases match the reference (max abs error below 1e-06, tolerance 1e-04)
+    ❌ layer_norm: 7 of 9 cases differ from the reference
        ✗ a batch of rows (3×5): max abs error 1.8e-01 > tolerance 1.0e-04
        Hint: your output matches LayerNorm with the *unbiased* variance (dividing by n - 1) ...
 
 The cases are chosen so that each realistic mistake shows on at least one of them: the seed's vector
 [4, 6, 2, 8] (the unbiased variance), a batch of rows (the wrong axis), a constant row (no eps), a
-nearly constant row with a large eps (eps outside the square root), gamma and beta (no affine).
+nearly constant row with eps = 1e-3, a thousand times its variance (eps outside the square root, eps
+ignored), gamma and beta together and each one alone (no affine, one of them skipped or raising).
+tests/test_mutations.py holds every check to this, with realistic wrong implementations, at 31 seeds.
 """
 
 from __future__ import annotations
@@ -16,17 +18,33 @@ import torch
 
 from .. import norms
 from .core import Case, CheckReport, FunctionCheck, WrongOutputStructure
+from .forbidden import COURSE_NORMS, TORCH_NORMS, VARIANCE, Forbidden
 from .questions import MultipleChoice
 from .registry import Exercise, Graded
 
 __all__ = [
     "EXERCISE",
+    "FORBIDDEN",
     "LAYER_NORM_CHECK",
     "STATISTICS_CHECK",
     "VARIANCE_QUESTION",
     "check_layer_norm",
     "check_statistics",
 ]
+
+
+# ----------------------------------------------------------------------------------------------------
+# what both tasks forbid
+# ----------------------------------------------------------------------------------------------------
+FORBIDDEN = Forbidden(
+    calls=VARIANCE + TORCH_NORMS + COURSE_NORMS,
+    hint="use basic tensor operations, as the exercise asks (mean, sum, sqrt, arithmetic): the variance is the "
+    "mean of the squared deviations from the mean, ((x - mean) ** 2).mean(...).",
+    why="the notebook: 'Use only basic tensor operations (mean, sum, sqrt, arithmetic): not "
+    "torch.nn.functional.layer_norm, torch.var or torch.std'. numpy's and statistics' variances are torch.var "
+    "by another name; torch's other norms (RMSNorm of a centred row, BatchNorm or InstanceNorm of a transpose) "
+    "and the course's own norms compute LayerNorm too.",
+)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -50,6 +68,8 @@ def _layer_norm_cases(g: torch.Generator) -> list:
         ("large values (scale 1000, offset 500)", (randn(4, 16) * 1000 + 500, None, None, 1e-5)),
         ("a nearly constant row with eps = 1e-3", (1.0 + 1e-3 * randn(2, 8), None, None, 1e-3)),
         ("a random 3-d tensor (2×3×6) with gamma and beta", (randn(2, 3, d), randn(d), randn(d), 1e-5)),
+        ("gamma without beta (beta=None)", (randn(3, d) * 2 - 1, randn(d) + 2, None, 1e-5)),
+        ("beta without gamma (gamma=None)", (randn(3, d) * 2 - 1, None, randn(d), 1e-5)),
         ("gamma = std, beta = mean undoes the normalization", _undo_case(randn(d) * 2 + 3)),
     ]
     return [Case(name, args, _ln_ref(*args)) for name, args in specs]
@@ -84,6 +104,10 @@ def _ln_no_affine(x, weight=None, bias=None, eps=1e-5):
     return _ln_ref(x, None, None, eps)
 
 
+def _ln_fixed_eps(x, weight=None, bias=None, eps=1e-5):
+    return _ln_ref(x, weight, bias, 1e-5)
+
+
 def _affine(y, weight, bias):
     if weight is not None:
         y = y * weight.double()
@@ -97,20 +121,23 @@ LAYER_NORM_CHECK = FunctionCheck(
     make_cases=_layer_norm_cases,
     tolerance=1e-4,
     hint="compute mean and variance over the last dim (dim=-1, keepdim=True), divide by n (unbiased=False), "
-    "put eps inside the square root, then multiply by gamma and add beta.",
+    "put eps inside the square root, then multiply by gamma and add beta, each when it is given (either may be "
+    "None without the other).",
     nan_hint="NaN appears where the variance is 0 (a constant row): 0 / sqrt(0) is undefined. Add eps to the "
     "variance inside the square root: sqrt(var + eps).",
     mistakes={
         "your output matches LayerNorm with the *unbiased* variance (dividing by n - 1). "
-        "LayerNorm uses the biased variance: x.var(dim=-1, unbiased=False), or ((x - mean)**2).mean(-1).": _ln_unbiased,
+        "LayerNorm uses the biased variance: ((x - mean) ** 2).mean(dim=-1, keepdim=True).": _ln_unbiased,
         "your output matches normalizing over the wrong axis (dim 0, across rows). LayerNorm normalizes each "
         "row on its own: reduce over the last dim (dim=-1).": _ln_wrong_axis,
         "your output matches adding eps *outside* the square root, std + eps. LayerNorm divides by "
         "sqrt(var + eps); the difference shows when the variance is close to eps.": _ln_eps_outside,
         "your output matches LayerNorm without gamma and beta. After normalizing, multiply by gamma "
         "(weight) and add beta (bias) when they are given.": _ln_no_affine,
+        "your output matches eps = 1e-5 whatever eps is given: use the eps argument, sqrt(var + eps).": _ln_fixed_eps,
     },
     reference=_ln_ref,
+    forbidden=FORBIDDEN,
 )
 
 
@@ -171,6 +198,7 @@ STATISTICS_CHECK = _NumbersCheck(
     },
     reference=_statistics_ref,
     parts=("mean", "variance", "std"),
+    forbidden=FORBIDDEN,
 )
 
 

@@ -1,15 +1,19 @@
 """Checks for exercise 02 (RMSNorm): the learner's rms_norm, LayerNorm rebuilt from it, one question.
 
-    ✅ rms_norm: all 6 cases match the reference (max abs error below 1e-03, tolerance 4e-03)
-    ❌ rms_norm: 3 of 6 cases differ from the reference
+    ✅ rms_norm: all 9 cases match the reference (max abs error below 1e-02, tolerance 3e-02)
+    ❌ rms_norm: 3 of 9 cases differ from the reference
        ✗ a batch of rows (3×5) with a positive offset: max abs error 0.92 > tolerance 1e-04
        Hint: your output matches dividing by the *mean* of x, squared ...
 
 The cases are chosen so that each realistic mistake shows on at least one of them: an offset batch
 (mean instead of mean square, the wrong axis), tiny values (eps outside the square root), a row of
-zeros (no eps), float16 activations whose squares overflow float16 (no float32 upcast), a weight.
+zeros (no eps), eps = 1e-5 and 1e-2 on values small enough for eps to matter (eps ignored), float16
+activations whose squares overflow float16 (no float32 upcast), bfloat16 activations (the result
+cast back to the input's dtype, not to float16), a weight.
 Half-precision cases are compared with a tolerance of one rounding step of their dtype, and their
-output must come back in that dtype, as torch's own norms do.
+output must come back in that dtype, as torch's own norms do. Computing a bfloat16 input in bfloat16
+itself is not caught: it lands within about one rounding step of the exact answer, as close as a
+float32 computation rounded to bfloat16 (tests/mutants/ex02.py keeps the measurement).
 """
 
 from __future__ import annotations
@@ -20,11 +24,13 @@ import torch
 
 from .. import norms
 from .core import Case, CaseResult, CheckReport, FunctionCheck, compare_tensor
+from .forbidden import COURSE_NORMS, TORCH_NORMS, Forbidden
 from .questions import MultipleChoice
 from .registry import Exercise, Graded
 
 __all__ = [
     "EXERCISE",
+    "FORBIDDEN",
     "RMS_NORM_CHECK",
     "LN_VIA_RMS_CHECK",
     "SHIFT_QUESTION",
@@ -77,8 +83,20 @@ def _name(dtype: torch.dtype) -> str:
 
 
 _CAST_BACK = (
-    "you computed in float32 (good) but returned float32: cast the result back to the input's dtype "
-    "with .to(x.dtype), as torch's norms do, so the next layer gets the dtype it expects."
+    "compute in float32 (good), then cast the result back to the input's own dtype with .to(x.dtype) (not .half(): "
+    "a bfloat16 input comes back as bfloat16), as torch's norms do, so the next layer gets the dtype it expects."
+)
+
+
+# ----------------------------------------------------------------------------------------------------
+# what both tasks forbid
+# ----------------------------------------------------------------------------------------------------
+FORBIDDEN = Forbidden(
+    calls=TORCH_NORMS + COURSE_NORMS,
+    hint="use basic tensor operations, as the exercise asks (mean, sqrt, rsqrt, arithmetic, .float(), .to(...)): "
+    "divide by the square root of the mean of the squares.",
+    why="the notebook: 'not torch.nn.functional.rms_norm or layer_norm'; torch's other norms and the course's own "
+    "norms compute RMSNorm or LayerNorm too (LayerNorm of the row [x, -x] is RMSNorm of x).",
 )
 
 
@@ -104,11 +122,14 @@ def _rms_norm_cases(g: torch.Generator) -> list:
             torch.float32,
         ),
         ("tiny values (scale 1e-3), where eps = 1e-6 matters", (randn(2, 8) * 1e-3, None, 1e-6), torch.float32),
+        ("small values (scale 3e-3) with eps = 1e-5", (randn(2, 8) * 3e-3, None, 1e-5), torch.float32),
+        ("values of scale 0.03 with eps = 0.01 (eps dominates)", (randn(2, 8) * 0.03, None, 1e-2), torch.float32),
         (
             "float16 activations of size ~1000 (their squares overflow float16)",
             ((randn(2, 16) * 1000).half(), None, 1e-6),
             torch.float16,
         ),
+        ("bfloat16 activations (2×16)", ((randn(2, 16) * 3).bfloat16(), None, 1e-6), torch.bfloat16),
     ]
     cases = []
     for name, args, dtype in specs:
@@ -147,6 +168,10 @@ def _rms_no_weight(x, weight=None, eps=1e-6):
     return _rms_ref(x, None, eps)
 
 
+def _rms_fixed_eps(x, weight=None, eps=1e-6):
+    return _rms_ref(x, weight, 1e-6)
+
+
 def _rms_no_upcast(x, weight=None, eps=1e-6):
     """Everything in the input's dtype: in float16, x*x overflows to inf for |x| > 256 and the output is 0."""
     y = x * torch.rsqrt((x * x).mean(-1, keepdim=True) + eps)
@@ -178,10 +203,13 @@ RMS_NORM_CHECK = _NormCheck(
         "your output matches computing in float16 itself: x * x overflows float16 (max 65504) for |x| > 256, "
         "the mean square becomes inf and every output 0. Compute in float32, h = x.float(), and return "
         "the result .to(x.dtype).": _rms_no_upcast,
+        "your output matches eps = 1e-6 whatever eps is given: use the eps argument, "
+        "sqrt(mean(x**2) + eps).": _rms_fixed_eps,
     },
     reference=_rms_ref,
     nan_hint=_NAN_HINT,
     in_place_hint=_IN_PLACE_HINT,
+    forbidden=FORBIDDEN,
 )
 
 
@@ -219,6 +247,10 @@ def _ln_centred_wrong_axis(x, weight=None, eps=1e-5):
     return _rms_ref(x.double() - x.double().mean(0, keepdim=True), weight, eps)
 
 
+def _ln_default_eps(x, weight=None, eps=1e-5):
+    return _ln_ref(x, weight, 1e-6)
+
+
 LN_VIA_RMS_CHECK = _NormCheck(
     name="layer_norm_via_rms_norm",
     make_cases=_ln_via_rms_cases,
@@ -230,10 +262,13 @@ LN_VIA_RMS_CHECK = _NormCheck(
         "x - x.mean(dim=-1, keepdim=True), then apply rms_norm.": _ln_not_centred,
         "your output matches centring over the wrong axis (dim 0, the mean of each column). LayerNorm "
         "subtracts each row's own mean: x.mean(dim=-1, keepdim=True).": _ln_centred_wrong_axis,
+        "your output matches eps = 1e-6, rms_norm's default, instead of the eps given: pass it on, "
+        "rms_norm(centred, weight, eps).": _ln_default_eps,
     },
     reference=_ln_ref,
     nan_hint=_NAN_HINT,
     in_place_hint=_IN_PLACE_HINT,
+    forbidden=FORBIDDEN,
 )
 
 

@@ -16,12 +16,15 @@ from __future__ import annotations
 import torch
 
 from .. import norms
+from . import forbidden
 from .core import Case, CaseResult, CheckReport, FunctionCheck, compare_tensor, describe_exception, upper_bound
+from .forbidden import COURSE_NORMS, TORCH_NORMS, VARIANCE, Forbidden
 from .questions import MultipleChoice
 from .registry import Exercise, Graded
 
 __all__ = [
     "EXERCISE",
+    "FORBIDDEN",
     "BATCH_NORM_CHECK",
     "MASKED_STATS_CHECK",
     "check_batch_norm",
@@ -34,6 +37,18 @@ __all__ = [
 ]
 
 TOLERANCE = 1e-4
+
+FORBIDDEN = Forbidden(  # what both tasks forbid
+    calls=VARIANCE
+    + TORCH_NORMS
+    + COURSE_NORMS
+    + ("course_utils.checks.ex03.reference_batch_norm_step", "course_utils.checks.ex03.reference_masked_batch_stats"),
+    hint="use basic tensor operations, as the exercise asks (mean, sum, sqrt, indexing, arithmetic): the biased "
+    "variance is the mean of the squared deviations from the mean.",
+    why="the notebook: 'not torch.nn.functional.batch_norm, torch.nn.BatchNorm1d, torch.var or course_utils.norms'; "
+    "torch.std and numpy's variances are torch.var by another name, torch's other norms compute BatchNorm after a "
+    "transpose, and the two reference_* functions here are this exercise's answers.",
+)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -70,11 +85,17 @@ def _bn_variant(
     normalize_unbiased=False,
     eval_updates=False,
     over_features=False,
+    eps_outside=False,
+    fixed_eps=None,
 ):
     """BatchNorm with one deliberate mistake switched on (each keyword is a mistake)."""
     x = x.double()
     rm, rv = running_mean.double(), running_var.double()
     mean, var, stored_var = _stats(x, running_unbiased)
+    e = eps if fixed_eps is None else fixed_eps
+
+    def divide(centred, v):
+        return centred / (torch.sqrt(v) + e) if eps_outside else centred / torch.sqrt(v + e)
 
     def update(rm, rv):
         if swap_momentum:
@@ -87,13 +108,13 @@ def _bn_variant(
             y = (x - mu) / torch.sqrt(((x - mu) ** 2).mean(dim=-1, keepdim=True) + eps)
         else:
             norm_var = stored_var if normalize_unbiased else var
-            y = (x - mean) / torch.sqrt(norm_var + eps)
+            y = divide(x - mean, norm_var)
         rm, rv = update(rm, rv)
     else:
         if eval_uses_batch:
-            y = (x - mean) / torch.sqrt(var + eps)
+            y = divide(x - mean, var)
         else:
-            y = (x - rm) / torch.sqrt(rv + eps)
+            y = divide(x - rm, rv)
         if eval_updates:
             rm, rv = update(rm, rv)
     return y, rm, rv
@@ -137,8 +158,29 @@ def _bn_cases(g: torch.Generator) -> list:
     )
     specs.append(
         (
-            "large values (offset 100), eps = 1e-3",
-            (data(32, d, scale=5.0, offset=100), torch.zeros(d), torch.ones(d), True, 0.1, 1e-3),
+            "large values (offset 100, scale 5)",
+            (data(32, d, scale=5.0, offset=100), torch.zeros(d), torch.ones(d), True, 0.1, 1e-5),
+        )
+    )
+    # eps 100 to 1000 times the variance, in each mode: a wrong eps changes y by about its own size
+    specs.append(
+        (
+            "training, features of variance ~1e-3 with eps = 0.01",
+            (data(16, d, scale=0.03), torch.zeros(d), torch.ones(d), True, 0.1, 1e-2),
+        )
+    )
+    centre = torch.randn(d, generator=g)
+    specs.append(
+        (
+            "eval mode, running variances ~0.01 with eps = 0.1",
+            (
+                centre + 0.3 * torch.randn(8, d, generator=g),
+                centre,
+                0.005 + 0.01 * torch.rand(d, generator=g),
+                False,
+                0.1,
+                1e-1,
+            ),
         )
     )
     return [Case(name, args, reference_batch_norm_step(*args)) for name, args in specs]
@@ -174,9 +216,16 @@ BATCH_NORM_CHECK = FunctionCheck(
         "in eval mode your running statistics changed. Eval mode only reads them: return them unchanged.": lambda *a: (
             _bn_variant(*a, eval_updates=True)
         ),
+        "your output matches adding eps *outside* the square root, sqrt(var) + eps. BatchNorm divides by "
+        "sqrt(var + eps): the batch variance in training, running_var in eval mode.": lambda *a: _bn_variant(
+            *a, eps_outside=True
+        ),
+        "your output matches eps = 1e-5 whatever eps is given: use the eps argument, in training and in eval "
+        "mode.": lambda *a: _bn_variant(*a, fixed_eps=1e-5),
     },
     reference=reference_batch_norm_step,
     parts=("y", "running_mean", "running_var"),
+    forbidden=FORBIDDEN,
     in_place_hint="your function changed a tensor it was given (torch's module updates its buffers in place with "
     "mul_/add_). Here, compute new tensors and return them: "
     "new_mean = (1 - momentum) * running_mean + momentum * mean.",
@@ -191,8 +240,17 @@ def check_batch_norm(fn, seed: int = 0) -> CheckReport:
 
 def check_batch_norm_stream(fn, steps: int = 20, seed: int = 0) -> CheckReport:
     """Thread fn's *own* running statistics through `steps` training batches and one eval batch, and compare
-    every output and the final statistics with torch.nn.BatchNorm1d (affine=False) fed the same stream."""
+    every output and the final statistics with torch.nn.BatchNorm1d (affine=False) fed the same stream. Task 1's
+    forbidden calls are forbidden here too: a function that makes one gets ❌ naming it, as in task 1's check."""
     name = f"batch_norm_step over {steps} steps vs torch.nn.BatchNorm1d"
+    static, trace = forbidden.static_hits(BATCH_NORM_CHECK, fn), forbidden.trace_for(BATCH_NORM_CHECK)
+
+    def verdict(report: CheckReport) -> CheckReport:
+        named = BATCH_NORM_CHECK.with_forbidden(report, forbidden.found(BATCH_NORM_CHECK, static, trace))
+        named.name = name
+        print(named.text())
+        return named
+
     g = torch.Generator().manual_seed(seed)
     d = 5
     centre = torch.randn(d, generator=g) * 3
@@ -204,20 +262,19 @@ def check_batch_norm_stream(fn, steps: int = 20, seed: int = 0) -> CheckReport:
         training = step < steps
         x = centre + scale * torch.randn(12, d, generator=g)
         try:
-            y, rm, rv = fn(x.clone(), rm.clone(), rv.clone(), training, 0.1, 1e-5)
+            with trace:  # records the forbidden calls fn really makes
+                y, rm, rv = fn(x.clone(), rm.clone(), rv.clone(), training, 0.1, 1e-5)
         except NotImplementedError:
-            report = CheckReport(name, "not-implemented")
-            print(report.text())
-            return report
+            return verdict(CheckReport(name, "not-implemented"))
         except (Exception, SystemExit) as exc:  # the learner's bug (a wrong return value included), in one line
-            report = CheckReport(
-                name,
-                "error",
-                message=f"raised {describe_exception(exc)} (at step {step + 1})",
-                hint="make task 1's check pass first.",
+            return verdict(
+                CheckReport(
+                    name,
+                    "error",
+                    message=f"raised {describe_exception(exc)} (at step {step + 1})",
+                    hint="make task 1's check pass first.",
+                )
             )
-            print(report.text())
-            return report
         where = "eval step" if not training else f"step {step + 1}"
         torch_bn.train(training)
         with torch.no_grad():
@@ -253,8 +310,7 @@ def check_batch_norm_stream(fn, steps: int = 20, seed: int = 0) -> CheckReport:
             hint="the first difference is named above; small errors grow as the running statistics "
             "carry them from step to step.",
         )
-    print(report.text())
-    return report
+    return verdict(report)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -324,6 +380,7 @@ MASKED_STATS_CHECK = FunctionCheck(
     },
     reference=reference_masked_batch_stats,
     parts=("mean", "var"),
+    forbidden=FORBIDDEN,
     in_place_hint="work on copies; do not change the tensors you are given in place (no x.sub_(), no x[...] = ...).",
 )
 

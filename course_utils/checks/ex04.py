@@ -19,11 +19,15 @@ swapped norm1/norm2 or a missing norm shows, and use both LayerNorm and RMSNorm.
 
 from __future__ import annotations
 
+import functools
+import math
+
 import torch
 
 from ..model import Block, GPTConfig, TinyGPT, lm_loss
 from ..probes import gradient_profile
 from .core import Case, CheckReport, FunctionCheck
+from .forbidden import Forbidden
 from .questions import MultipleChoice
 from .registry import Exercise, Graded
 
@@ -66,9 +70,39 @@ def _config_of(params: dict, placement: str = "pre", n_layer: int = 1, vocab_siz
     )
 
 
+def _untouched_rng():
+    """Building a module draws its initial weights from torch's global generator. The checks build modules only
+    inside this context, which restores that generator's state afterwards: running a check (or the given
+    sub-layers) never changes the learner's random numbers."""
+    return torch.random.fork_rng(devices=[])
+
+
+@functools.lru_cache(maxsize=16)
+def _block_template(d_model: int, norm_kind: str, placement: str, dtype: torch.dtype) -> Block:
+    """One Block per shape: its weights are never used, each call supplies its own (torch.func.functional_call)."""
+    cfg = GPTConfig(block_size=256, n_head=N_HEAD, d_model=d_model, norm=norm_kind, placement=placement)
+    with _untouched_rng():
+        return Block(cfg).to(dtype).requires_grad_(False)
+
+
+def _run_part(params: dict, part: str | None, x: torch.Tensor, placement: str = "pre") -> torch.Tensor:
+    """Block part `part` ('norm1', 'attn', 'mlp', ...; None: the whole block) applied to x with the weights in
+    params. As strict as load_state_dict: the part's weights must all be there, and nothing else."""
+    cfg = _config_of(params, placement)
+    module = _block_template(cfg.d_model, cfg.norm, placement, next(iter(params.values())).dtype)
+    if part is not None:
+        module = getattr(module, part)
+        params = {k.removeprefix(part + "."): v for k, v in params.items() if k.startswith(part + ".")}
+    expected = set(module.state_dict())
+    if set(params) != expected:
+        raise KeyError(f"the weights do not fit the block: missing {sorted(expected - set(params))}")
+    return torch.func.functional_call(module, params, (x,))
+
+
 def block_from_params(params: dict, placement: str = "pre") -> Block:
     """A reference Block holding `params` (a Block's state_dict), in float64 when the weights are."""
-    block = Block(_config_of(params, placement))
+    with _untouched_rng():
+        block = Block(_config_of(params, placement))
     dtype = next(iter(params.values())).dtype
     block = block.to(dtype)
     block.load_state_dict(params)
@@ -79,17 +113,17 @@ def norm(x: torch.Tensor, params: dict, which: str) -> torch.Tensor:
     """The block's norm `which` ('norm1' or 'norm2') applied to x, with that norm's own weights."""
     if which not in ("norm1", "norm2"):
         raise ValueError(f"which must be 'norm1' or 'norm2', got {which!r}")
-    return getattr(block_from_params(params), which)(x)
+    return _run_part(params, which, x)
 
 
 def attention(x: torch.Tensor, params: dict) -> torch.Tensor:
     """The block's causal self-attention (no norm, no residual): Attention(x)."""
-    return block_from_params(params).attn(x)
+    return _run_part(params, "attn", x)
 
 
 def mlp(x: torch.Tensor, params: dict) -> torch.Tensor:
     """The block's MLP (no norm, no residual): MLP(x)."""
-    return block_from_params(params).mlp(x)
+    return _run_part(params, "mlp", x)
 
 
 def model_from_state(state: dict, placement: str) -> TinyGPT:
@@ -97,33 +131,50 @@ def model_from_state(state: dict, placement: str) -> TinyGPT:
     n_layer = 1 + max(int(k.split(".")[1]) for k in state if k.startswith("blocks."))
     vocab = state["embed.weight"].shape[0]
     cfg = _config_of({k: v for k, v in state.items() if k.startswith("blocks.0.")}, placement, n_layer, vocab)
-    model = TinyGPT(cfg)
+    with _untouched_rng():
+        model = TinyGPT(cfg)
     model.load_state_dict(state)
     return model
 
 
+@functools.lru_cache(maxsize=16)
+def _model_shapes(placement: str, n_layer: int) -> dict:
+    cfg = GPTConfig(vocab_size=64, block_size=64, n_layer=n_layer, n_head=N_HEAD, d_model=32, placement=placement)
+    with _untouched_rng():
+        return {k: v.shape for k, v in TinyGPT(cfg).state_dict().items()}
+
+
+def _draw(shapes: dict, g: torch.Generator, weight) -> dict:
+    """Fresh weights for a state_dict's shapes from the generator g (never torch's global one): the norms'
+    gains 1 and biases 0, every other weight matrix weight(shape)."""
+    params = {}
+    for k, shape in shapes.items():
+        if "norm" in k:
+            params[k] = torch.ones(shape) if k.endswith("weight") else torch.zeros(shape)
+        else:
+            params[k] = weight(shape)
+    return params
+
+
 def example_block(norm_kind: str = "layernorm", d_model: int = 32, seed: int = 0) -> dict:
-    """The weights of a Block with shaken norm gains and biases (as the checks use), as a dict of tensors."""
+    """The weights of a Block with shaken norm gains and biases (as the checks use), as a dict of tensors.
+
+    The weight matrices are drawn as nn.Linear draws them (uniform within ±1/sqrt(fan_in)), from a generator of
+    their own seeded with `seed`: torch's global random state is left as it was."""
     g = torch.Generator().manual_seed(seed)
-    torch.manual_seed(seed)
-    block = Block(GPTConfig(d_model=d_model, n_head=N_HEAD, norm=norm_kind, init_std=0.1))
-    params = {k: v.detach().clone() for k, v in block.state_dict().items()}
+    shapes = {k: v.shape for k, v in _block_template(d_model, norm_kind, "pre", torch.float32).state_dict().items()}
+    params = _draw(shapes, g, lambda shape: (torch.rand(shape, generator=g) * 2 - 1) / math.sqrt(shape[1]))
     for k in params:
         if "norm" in k:
-            base = 1.0 if k.endswith("weight") else 0.0
-            params[k] = base + 0.4 * torch.randn(params[k].shape, generator=g)
+            params[k] = params[k] + 0.4 * torch.randn(params[k].shape, generator=g)
     return params
 
 
 def example_model(placement: str, n_layer: int = 4, seed: int = 0) -> dict:
-    """The weights of a small TinyGPT (vocabulary 64, width 32), as a dict of tensors."""
-    torch.manual_seed(seed)
-    model = TinyGPT(
-        GPTConfig(
-            vocab_size=64, block_size=64, n_layer=n_layer, n_head=N_HEAD, d_model=32, placement=placement, init_std=0.1
-        )
-    )
-    return {k: v.detach().clone() for k, v in model.state_dict().items()}
+    """The weights of a small TinyGPT (vocabulary 64, width 32), as a dict of tensors: every weight matrix and the
+    embedding normal(0, 0.1), as TinyGPT initializes them, from a generator of their own seeded with `seed`."""
+    g = torch.Generator().manual_seed(seed)
+    return _draw(_model_shapes(placement, n_layer), g, lambda shape: 0.1 * torch.randn(shape, generator=g))
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -134,7 +185,7 @@ def _block_ref(placement):
 
     def ref(x, params):
         with torch.no_grad():
-            return block_from_params(_double(params), placement)(x.double())
+            return _run_part(_double(params), None, x.double(), placement)
 
     return ref
 
@@ -219,6 +270,13 @@ def _post_no_residual(x, p):
     return norm(mlp(x, p), p, "norm2")
 
 
+BLOCK_FORBIDDEN = Forbidden(
+    calls=("course_utils.model.Block",),
+    hint="build the block from the given pieces, norm(x, params, 'norm1'), attention(x, params) and mlp(x, params); "
+    "the course's whole Block is what your output is compared with.",
+    why="the course's Block, loaded with these weights, is the reference: it computes the answer.",
+)
+
 _PRE_HINT = (
     "Pre-LN normalizes only the *input of each sub-layer* and adds the result to the untouched stream: "
     "x = x + attention(norm(x, params, 'norm1'), params), then x = x + mlp(norm(x, params, 'norm2'), params)."
@@ -248,6 +306,7 @@ PRE_LN_CHECK = FunctionCheck(
         "attention, norm2 to the MLP.": _wrong(_pre_swapped_norms),
     },
     reference=_block_ref("pre"),
+    forbidden=BLOCK_FORBIDDEN,
 )
 
 POST_LN_CHECK = FunctionCheck(
@@ -267,6 +326,7 @@ POST_LN_CHECK = FunctionCheck(
         "your output has no residual connection: normalize x + F(x), not F(x) alone.": _wrong(_post_no_residual),
     },
     reference=_block_ref("post"),
+    forbidden=BLOCK_FORBIDDEN,
 )
 
 
@@ -361,6 +421,17 @@ GRAD_NORMS_CHECK = FunctionCheck(
         "for the gradient of the block's *parameters*, the quantity an optimizer step uses.": _grad_of_block_outputs,
     },
     reference=_grad_norms_ref,
+    forbidden=Forbidden(
+        calls=(
+            "course_utils.probes.gradient_profile",
+            "course_utils.probes.GradNormProbe",
+            "course_utils.probes.block_grad_norms",
+        ),
+        hint="register a hook on every parameter of each block (p.register_hook) and add up the squares, as the "
+        "task describes; the course's probes are what your numbers are compared with.",
+        why="the task: 'Write that probe yourself'; course_utils.probes measures these norms (gradient_profile is "
+        "the reference).",
+    ),
 )
 
 

@@ -19,6 +19,7 @@ import torch
 from ..attention import CausalSelfAttention, RotaryEmbedding
 from ..model import GPTConfig
 from .core import Case, CheckReport, FunctionCheck, describe_exception
+from .forbidden import ATTENTION, Forbidden
 from .questions import MultipleChoice
 from .registry import Exercise, Graded
 
@@ -46,7 +47,8 @@ def reference_qk_norm_attention(x, wq, wk, wv, wo, q_gain, k_gain, n_head, n_kv_
     """The chapter's CausalSelfAttention(qk_norm="head") with these weights, in float64."""
     B, T, D = x.shape
     cfg = GPTConfig(d_model=D, n_head=n_head, n_kv_head=n_kv_head, qk_norm="head", block_size=max(T, 1))
-    layer = CausalSelfAttention(cfg).double()
+    with torch.random.fork_rng(devices=[]):  # building the layer draws weights: leave the global generator as it was
+        layer = CausalSelfAttention(cfg).double()
     with torch.no_grad():
         for proj, weight in ((layer.q_proj, wq), (layer.k_proj, wk), (layer.v_proj, wv), (layer.o_proj, wo)):
             proj.weight.copy_(weight.double())
@@ -133,6 +135,7 @@ def _attention_cases(g: torch.Generator) -> list:
         ("4 heads sharing 1 key/value head (multi-query attention)", 1, 5, 32, 4, 1, 1.0),
         ("8 heads of d_head 8, 2 key/value heads, T=10", 1, 10, 64, 8, 2, 1.0),
         ("projections x 1000: the logits must stay bounded", 2, 6, 32, 4, 2, 1000.0),
+        ("projections x 0.001: q and k so small that eps = 1e-6 matters", 2, 6, 32, 4, 2, 1e-3),
         ("a single token (T=1)", 3, 1, 32, 4, 2, 1.0),
     ]
     cases = []
@@ -178,9 +181,18 @@ QK_NORM_ATTENTION_CHECK = FunctionCheck(
             gains=False
         ),
         "your output matches attention without any QK-Norm: normalize each head's q and k (RMSNorm) before "
-        "RoPE.": _mistake(norm="none"),
+        "RoPE.": _mistake(norm="none", gains=False),
     },
     reference=reference_qk_norm_attention,
+    forbidden=Forbidden(
+        calls=ATTENTION
+        + ("course_utils.checks.ex05.reference_qk_norm_attention", "course_utils.checks.ex05.functional_attention"),
+        hint="compute the logits, the causal mask, the softmax and the weighted sum yourself, as the task's steps "
+        "describe; the given RotaryEmbedding is the one ready-made piece.",
+        why="the task asks for attention written out step by step; scaled_dot_product_attention and "
+        "MultiheadAttention do steps 6 and 7 for you, and the chapter's CausalSelfAttention and the two functions "
+        "above are this task's answer.",
+    ),
 )
 
 
@@ -223,6 +235,11 @@ SOFTCAP_CHECK = FunctionCheck(
         "never drops to exactly 0.": lambda s, cap: s.double().clamp(-cap, cap),
     },
     reference=_softcap_ref,
+    forbidden=Forbidden(
+        calls=("course_utils.attention.softcap",),
+        hint="write cap * tanh(s / cap) with torch.tanh.",
+        why="course_utils.attention.softcap is this task's answer.",
+    ),
 )
 
 
@@ -283,6 +300,12 @@ ENTROPY_CHECK = FunctionCheck(
     nan_hint="NaN appears where a weight is exactly 0 (one-hot rows, masked keys): 0 * log 0 is "
     "0 * -inf = NaN in floating point, but counts as 0 in the entropy. Use "
     "torch.special.xlogy(p, p), or clamp p before the log: p * torch.log(p.clamp_min(1e-30)).",
+    forbidden=Forbidden(
+        calls=("course_utils.attention.attention_entropy", "torch.distributions.Categorical"),
+        hint="sum -p * log p over the last dim yourself; torch.special.xlogy(p, p) counts 0 * log 0 as 0.",
+        why="course_utils.attention.attention_entropy is this task's answer, and Categorical(probs=p).entropy() "
+        "computes it too (the distribution has no other use in this task).",
+    ),
 )
 
 

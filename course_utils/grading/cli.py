@@ -20,7 +20,12 @@ Outputs: a CSV with one row per submission (learner, exercise, status, total, ma
 reason), one Markdown feedback file per learner, a file collecting the free-text answers, and a
 summary on the terminal. The state file next to the CSV (grades.state.jsonl) makes a run resumable:
 unchanged, already graded submissions are skipped unless --force, and it keeps the run's seed, so a
-re-run gives identical grades. Exit status 0 when every submission got a row.
+re-run gives identical grades.
+
+Exit status: 0 when every submission got a row (whatever its status); 3 when the grader itself failed on
+at least one (status grader-error: no grade, not kept in the state file, the tracebacks in
+grades.grader-errors.log next to the CSV, and a message saying what to report); 2 for a usage error;
+130 when interrupted.
 
 Submissions are code. Run the grader as a separate user or in a container for a class you do not trust
 (docs/grading.md).
@@ -30,22 +35,28 @@ from __future__ import annotations
 
 import argparse
 import csv
+import datetime
 import json
 import os
+import platform
 import re
 import secrets
+import subprocess
 import sys
 import time
+import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from multiprocessing import get_context
 from pathlib import Path
 
-from .run import GRADER_VERSION, STATUSES, file_sha256, grade_submission, worker_init
+from .run import GRADER_ERROR, GRADER_VERSION, STATUSES, file_sha256, grade_submission, mark_grader_error, worker_init
 
 __all__ = ["main", "discover", "Submission"]
 
 ROOT = Path(__file__).resolve().parents[2]  # the course's repository
 SOLUTIONS = ROOT / "solutions"
+EXIT_GRADER_ERROR = 3  # the grader failed on a submission (see report_grader_errors)
+REPORT_TO = "the issue tracker of the course's repository (the one this copy of the course came from)"
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -143,6 +154,12 @@ class State:
         self.entries[result["path"]] = result
         self._append(result)
 
+    def forget(self, path: str) -> None:
+        """No grade is kept for `path` any more (its feedback could not be written): the next run grades it."""
+        if path in self.entries:
+            self.entries[path] = {"path": path, "status": GRADER_ERROR}
+            self._append(self.entries[path])
+
     def _append(self, entry: dict) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.path, "a", encoding="utf-8") as f:
@@ -160,6 +177,8 @@ def _registry_unchanged(entry: dict) -> bool:
     try:
         items = load_registry(entry["exercise"])
     except Exception:
+        return False
+    if items is None:
         return False
     now = [(column_name(entry["exercise"], g.check), float(g.points)) for _, g, _ in items]
     return now == [(i["column"], i["points"]) for i in entry["items"]]
@@ -195,13 +214,14 @@ def write_csv(results: list[dict], path: Path) -> None:
         writer = csv.writer(f)
         writer.writerow(header)
         for r in results:
-            earned = {i["column"]: _points(i["earned"]) for i in r["items"]}
+            no_grade = r["status"] == GRADER_ERROR  # empty cells, not zeros: nothing was graded
+            earned = {} if no_grade else {i["column"]: _points(i["earned"]) for i in r["items"]}
             writer.writerow(
                 [
                     _cell(r["learner"]),
                     _cell(r["exercise"]),
                     r["status"],
-                    _points(r["total"]),
+                    "" if no_grade else _points(r["total"]),
                     _points(r["max"]),
                     *[earned.get(c, "") for c in columns],
                     _cell(r["reason"]),
@@ -220,6 +240,17 @@ def feedback_markdown(learner: str, results: list[dict]) -> str:
     lines = [f"# Feedback for {learner}", ""]
     for r in results:
         title = r["exercise"] or "unknown exercise"
+        if r["status"] == GRADER_ERROR:
+            lines += [
+                f"## {title}: not graded yet",
+                "",
+                f"- Submission: `{r['path']}`",
+                "- Status: **not graded yet**. The grader could not finish grading this submission because of a "
+                "problem in the grader itself, not in your notebook. Your instructor has been told and will grade "
+                "it again once the problem is fixed; nothing has been recorded against you.",
+                "",
+            ]
+            continue
         lines += [
             f"## {title}: {_points(r['total'])} / {_points(r['max'])} points",
             "",
@@ -251,8 +282,11 @@ def feedback_markdown(learner: str, results: list[dict]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def write_feedback(results: list[dict], folder: Path) -> None:
+def write_feedback(results: list[dict], folder: Path) -> list[dict]:
+    """One Markdown file per learner, and the free-text answers by question. A learner whose feedback
+    cannot be written gets grader-error rows instead (returned, so that the state forgets their grades)."""
     folder.mkdir(parents=True, exist_ok=True)
+    failed = []
     by_learner: dict[str, list] = {}
     for r in results:
         by_learner.setdefault(r["learner"], []).append(r)
@@ -262,7 +296,16 @@ def write_feedback(results: list[dict], folder: Path) -> None:
         while name in names.values():
             name += "_"
         names[learner] = name
-        (folder / f"{name}.md").write_text(feedback_markdown(learner, rows), encoding="utf-8")
+        try:
+            (folder / f"{name}.md").write_text(feedback_markdown(learner, rows), encoding="utf-8")
+        except Exception as exc:  # the grader's failure: nobody is graded without their feedback
+            for r in rows:
+                mark_grader_error(r, exc, "writing the learner's feedback file")
+            failed += rows
+            try:
+                (folder / f"{name}.md").write_text(feedback_markdown(learner, rows), encoding="utf-8")
+            except Exception:
+                pass
     lines = ["# Free-text answers, by question", ""]
     questions: dict[tuple, list] = {}
     for r in results:
@@ -273,6 +316,7 @@ def write_feedback(results: list[dict], folder: Path) -> None:
         for learner, text in answers:
             lines += [f"**{learner}**", ""] + [f"> {line}" for line in text.splitlines()] + [""]
     (folder / "_free_text_answers.md").write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
+    return failed
 
 
 def summary(results: list[dict], seconds: float, skipped: int) -> str:
@@ -283,7 +327,7 @@ def summary(results: list[dict], seconds: float, skipped: int) -> str:
         f"{'-' * width}  {'-' * ex_width}  {'-' * 9}  {'-' * 16}  {'-' * 30}",
     ]
     for r in results:
-        points = f"{_points(r['total'])}/{_points(r['max'])}"
+        points = f"{'-' if r['status'] == GRADER_ERROR else _points(r['total'])}/{_points(r['max'])}"
         lines.append(
             f"{r['learner'][:width]:<{width}}  {r['exercise'][:ex_width]:<{ex_width}}  {points:>9}  "
             f"{r['status']:<16}  {r['reason'][:70]}"
@@ -389,16 +433,103 @@ def main(argv=None) -> int:
     interrupted = _grade_all(todo, max(1, args.jobs), state, results)
     rows = sorted(results.values(), key=lambda r: (r["learner"], r["exercise"], r["path"]))
     write_csv(rows, out)
-    write_feedback(rows, feedback)
+    unwritten = write_feedback(rows, feedback)
+    if unwritten:  # those rows are grader errors now
+        for r in unwritten:
+            state.forget(r["path"])
+        write_csv(rows, out)
     print(summary(rows, time.perf_counter() - start, skipped))
     print(f"seed {seed}; gradebook {out}; feedback in {feedback}/")
+    failed = report_grader_errors(rows, out.with_name(out.stem + ".grader-errors.log"), argv, seed)
     if interrupted:
         print(
             f"interrupted: {len(todo) - interrupted} of {len(todo)} graded; run the same command again to resume",
             file=sys.stderr,
         )
         return 130
-    return 0 if all(r["status"] in STATUSES for r in rows) else 1
+    return EXIT_GRADER_ERROR if failed else 0
+
+
+# ------------------------------------------------------------------------------------------------------
+# the grader's own failures: a log for the report, and a message saying what to report
+# ------------------------------------------------------------------------------------------------------
+def _versions() -> list[str]:
+    """The course's version (package, git commit) and the software the grader ran on, for a bug report."""
+    from importlib import metadata
+
+    def version(package: str) -> str:
+        try:
+            return metadata.version(package)
+        except Exception:
+            return "not installed"
+
+    def git(*args: str) -> str:
+        try:
+            proc = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, timeout=10)
+        except Exception:
+            return ""
+        return proc.stdout.strip() if proc.returncode == 0 else ""
+
+    commit = git("rev-parse", "HEAD")
+    if commit:
+        changed = git("status", "--porcelain", "--untracked-files=no")
+        commit = f"commit {commit[:12]}" + (" with local changes" if changed else "")
+    else:
+        commit = "no git commit (not a git checkout)"
+    return [
+        f"course: course-utils {version('course-utils')}, {commit}, grader version {GRADER_VERSION}",
+        f"Python {platform.python_version()}, torch {version('torch')}, nbclient {version('nbclient')}, "
+        f"ipykernel {version('ipykernel')}, nbformat {version('nbformat')}, on {platform.platform()}",
+    ]
+
+
+def report_grader_errors(rows: list[dict], log: Path, argv, seed: int) -> int:
+    """Write the grader-error rows' tracebacks to `log` and tell the instructor what to report (stderr);
+    returns how many there were. A run without any removes the log of an earlier run."""
+    failed = [r for r in rows if r["status"] == GRADER_ERROR]
+    if not failed:
+        log.unlink(missing_ok=True)
+        return 0
+    versions = _versions()
+    command = " ".join(["python -m course_utils.grade", *(sys.argv[1:] if argv is None else argv)])
+    lines = [
+        f"The course's batch grader failed on {len(failed)} of {len(rows)} submissions.",
+        f"Please attach this file to a report on {REPORT_TO}.",
+        "It names the submissions' paths and learner ids: replace them if they must stay private.",
+        "",
+        f"run: {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}, seed {seed}",
+        f"command: {command}",
+        *versions,
+    ]
+    for number, r in enumerate(failed, 1):
+        lines += [
+            "",
+            f"== {number}. {r['path']} (learner {r['learner']}, exercise {r['exercise'] or '?'}, "
+            f"sha256 {r['sha256'][:12] or '?'})",
+            r["reason"],
+            "",
+            r.get("traceback") or "(no traceback)",
+        ]
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
+    print(
+        "\n".join(
+            [
+                "",
+                f"GRADER ERROR: the grader itself failed on {len(failed)} of {len(rows)} submissions "
+                f"(status {GRADER_ERROR}).",
+                "This is a problem of the course's grader, not of the learners' notebooks: those submissions got "
+                "no grade (empty cells in the CSV), their feedback says they are not graded yet, and they are "
+                "not kept in the state file, so the same command grades them once the problem is fixed.",
+                f"Please report it on {REPORT_TO}, with:",
+                f"  - the log {log} (the tracebacks; it names learners: replace them if they must stay private)",
+                *(f"  - {line}" for line in versions),
+                f"  - the command: {command}",
+            ]
+        ),
+        file=sys.stderr,
+    )
+    return len(failed)
 
 
 def _folder_row(sub: Submission, seed: int, config: dict) -> dict:
@@ -442,8 +573,9 @@ def _grade_all(todo: list, jobs: int, state: State, results: dict) -> int:
                     "path": task["display"],
                     "learner": task["learner"],
                     "exercise": "",
-                    "status": "grader-error",
-                    "reason": f"the grading process failed: {type(exc).__name__}",
+                    "status": GRADER_ERROR,
+                    "reason": f"not graded: the grading process failed ({type(exc).__name__}: {str(exc)[:160]})",
+                    "traceback": "".join(traceback.format_exception(exc))[-20_000:],
                     "sha256": task["sha256"],
                     "items": [],
                     "total": 0.0,

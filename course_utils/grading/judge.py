@@ -18,17 +18,27 @@ from .kernel import FormatError, Unsupported, decode
 __all__ = ["judge"]
 
 
-def judge(kind: str, graded, check, answer: dict, seed: int):
-    """A CheckReport for one graded item from the kernel's answer (never trusts its contents)."""
+def judge(kind: str, graded, check, answer: dict, seed: int, forbidden=()):
+    """A CheckReport for one graded item from the kernel's answer (never trusts its contents).
+
+    `forbidden` are the forbidden calls that the grader's static scan of the notebook found in the function
+    (course_utils.checks.forbidden); the kernel's trace of the calls adds the ones it recorded (evidence: a
+    kernel can leave a call out, but cannot add a name the check does not forbid). Either gives ❌.
+    """
+    report = _verdict(kind, graded, check, answer, seed)
+    if kind != "function":
+        return report
+    from ..checks.forbidden import merge, trace_names
+
+    return check.with_forbidden(report, merge(forbidden, trace_names(check, answer.get("trace"))))
+
+
+def _verdict(kind: str, graded, check, answer: dict, seed: int):
     from ..checks import CheckReport
 
     name = getattr(check, "name", None) or check.id
     hint = getattr(check, "hint", "")
     status = answer.get("status")
-    if status == "grader":
-        return CheckReport(
-            name, "error", message=str(answer.get("message")), hint="this is the grader's limitation, not yours"
-        )
     if status == "missing":
         defined = (
             [str(d) for d in answer.get("defined", []) if isinstance(d, str)]

@@ -2,13 +2,18 @@
 
 This is the worker half of `python -m course_utils.grade` (course_utils.grading.cli finds the
 submissions, runs this in parallel processes and writes the gradebook). `grade_submission(task)` never
-raises for anything a learner did; it returns a plain dict (JSON-able, kept in the resume state) with a status:
+raises; it returns a plain dict (JSON-able, kept in the resume state) with a status:
 
     graded            the notebook ran; every graded item has a verdict (some may be 0 points)
     timeout           a cell, the whole notebook or a graded call ran past its time limit
     kernel-died       the kernel exited (os._exit, a segfault, memory) while running the notebook or a call
     invalid-notebook  not a notebook we can run: empty, malformed JSON, wrong nbformat, too large, ...
     wrong-exercise    the notebook is not an exercise this grader knows (or not the one being graded)
+    grader-error      the grader's own code failed (a bug, or a kernel that could not start before any
+                      learner code ran): no grade, never kept in the resume state; the result's
+                      "traceback" is for the instructor's report (course_utils.grading.cli)
+
+The first five are about the submission (STATUSES); grader-error is about the grader.
 
 The verdict never comes from the learner's kernel. The kernel only *runs* the learner's functions on
 inputs that the grader generated from its own seed (never seed 0, which the learner's notebook uses);
@@ -33,12 +38,13 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 from pathlib import Path
 
 from .judge import judge
 from .kernel import encode, kernel_source
 
-GRADER_VERSION = 1
+GRADER_VERSION = 2  # 2: forbidden calls (course_utils.checks.forbidden) earn no points
 MAX_NOTEBOOK_BYTES = 50 * 1024 * 1024
 MAX_CODE_CELLS = 2000  # a 10,000-cell notebook is refused rather than run for minutes
 MAX_FOLDER_COPY_BYTES = 200 * 1024 * 1024
@@ -49,7 +55,33 @@ GRADER_TAG = "course-grader"
 EXERCISE_NAME = re.compile(r"(ex\d\d)(?:_([A-Za-z0-9]+))?", re.IGNORECASE)
 EXERCISE_ID = re.compile(r"ex\d\d_[A-Za-z0-9_]{1,40}")  # what a generated notebook's metadata may name
 
-STATUSES = ("graded", "timeout", "kernel-died", "invalid-notebook", "wrong-exercise")
+STATUSES = ("graded", "timeout", "kernel-died", "invalid-notebook", "wrong-exercise")  # the submission's
+GRADER_ERROR = "grader-error"  # the grader's own failure: no grade, not kept in the resume state
+
+
+class GraderError(Exception):
+    """A failure of the grader's own code while grading one submission (not of the learner's notebook)."""
+
+    def __init__(self, step: str, cause: BaseException):
+        super().__init__(f"{step}: {type(cause).__name__}: {cause}")
+        self.step, self.cause = step, cause
+
+
+class _GraderStep:
+    """`with _GraderStep("what it does"):` around grader code that runs no learner code (generating
+    inputs, writing a request, reading an answer): whatever it raises is the grader's failure, a
+    GraderError, and never passes for something the learner's kernel did."""
+
+    def __init__(self, step: str):
+        self.step = step
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        if exc is not None and isinstance(exc, Exception) and not isinstance(exc, GraderError):
+            raise GraderError(self.step, exc) from exc
+        return False
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -135,10 +167,21 @@ def column_name(exercise: str, check: str) -> str:
 
 
 def load_registry(exercise: str):
-    """The exercise's graded items, each with what judges it (course_utils.checks.registry)."""
+    """The exercise's graded items, each with what judges it (course_utils.checks.registry), or None when
+    the course has no such exercise. A check module that exists but fails to load raises: the grader's bug."""
+    import importlib
+    import importlib.util
+
     from ..checks import exercise_registry
 
-    return exercise_registry(exercise).items()
+    module = f"{__package__.rsplit('.', 1)[0]}.checks.{exercise.split('_', 1)[0]}"
+    if not EXERCISE_NAME.fullmatch(exercise.split("_", 1)[0]) or importlib.util.find_spec(module) is None:
+        return None
+    importlib.import_module(module)
+    try:
+        return exercise_registry(exercise).items()
+    except KeyError:  # the module registers another exercise id (ex01_typo for ex01_layernorm)
+        return None
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -244,11 +287,10 @@ def _kernel_env() -> dict:
     return env
 
 
-class _Stop(Exception):
-    """The kernel can no longer run anything: status and reason."""
+class _Stop:
+    """Why the kernel can no longer run anything: status and reason."""
 
     def __init__(self, status: str, reason: str):
-        super().__init__(reason)
         self.status, self.reason = status, reason
 
 
@@ -310,44 +352,49 @@ async def _run_in_kernel(nb, workdir: Path, iodir: Path, items: list, seed: int,
                 index = None
                 current = "the grader's set-up"
                 current_call["text"] = f"the grader's set-up did not finish within {limits['cell_timeout']} s"
-                setup = (
-                    f"_course_grader = {{'__name__': 'course_grader_kernel'}}\n"
-                    f"exec(compile({kernel_source()!r}, '<course grader>', 'exec'), _course_grader)\n"
-                )
-                nb.cells.append(_grader_cell(setup))
+                with _GraderStep("preparing the grader's set-up cell"):
+                    setup = (
+                        f"_course_grader = {{'__name__': 'course_grader_kernel'}}\n"
+                        f"exec(compile({kernel_source()!r}, '<course grader>', 'exec'), _course_grader)\n"
+                    )
+                    nb.cells.append(_grader_cell(setup))
                 state["deadline"] = None  # graded calls have their own limit per call
                 await client.async_execute_cell(nb.cells[-1], len(nb.cells) - 1)
                 for number, (kind, graded, check) in enumerate(items):
-                    request = _request(kind, check, seed)
-                    if "error" in request:
-                        answers[number] = {"status": "grader", "message": request["error"]}
-                        continue
                     request_path, answer_path = iodir / f"request{number}.json", iodir / f"answer{number}.json"
-                    request_path.write_text(json.dumps(request), encoding="utf-8")
-                    source = (
-                        f"_course_grader['call_learner_function'](globals(), {graded.function!r}, "
-                        f"{str(request_path)!r}, {str(answer_path)!r})"
-                    )
-                    nb.cells.append(_grader_cell(source))
+                    with _GraderStep(f"generating and sending the inputs of check {graded.check!r}"):
+                        request_path.write_text(json.dumps(_request(kind, check, seed)), encoding="utf-8")
+                        source = (
+                            f"_course_grader['call_learner_function'](globals(), {graded.function!r}, "
+                            f"{str(request_path)!r}, {str(answer_path)!r})"
+                        )
+                        nb.cells.append(_grader_cell(source))
                     current = f"`{graded.function}`"
                     running["item"] = number
                     current_call["text"] = (
                         f"`{graded.function}` did not return within {limits['cell_timeout']} s on the grader's inputs"
                     )
                     await client.async_execute_cell(nb.cells[-1], len(nb.cells) - 1)
-                    answers[number] = _read_answer(answer_path, client.grader_notes.get(len(nb.cells) - 1))
+                    with _GraderStep(f"reading the kernel's answer for check {graded.check!r}"):
+                        answers[number] = _read_answer(answer_path, client.grader_notes.get(len(nb.cells) - 1))
                     running["item"] = None
-            except CellTimeoutError:
+            except CellTimeoutError as exc:
+                if not state["started"]:
+                    raise _not_started(exc) from exc
                 learner_index = None if index is None else index - first_learner_cell
                 stop = _Stop("timeout", describe_timeout(learner_index))
-            except DeadKernelError:
+            except DeadKernelError as exc:
+                if not state["started"]:
+                    raise _not_started(exc) from exc
                 stop = _Stop(
                     "kernel-died",
                     f"the kernel died while running {current} (os._exit, a crash such as a segfault, or memory)",
                 )
-    except _Stop as exc:
-        stop = exc
-    except Exception as exc:  # the kernel did not start, or its messages stopped making sense
+    except GraderError:
+        raise  # the grader's own failure: never passed off as the kernel's
+    except Exception as exc:  # the kernel's messages stopped making sense (code that broke its messaging)
+        if not state["started"]:
+            raise _not_started(exc) from exc
         if stop is None:
             stop = _Stop(
                 "kernel-died",
@@ -365,7 +412,16 @@ async def _run_in_kernel(nb, workdir: Path, iodir: Path, items: list, seed: int,
     return {"answers": answers, "stop": stop, "cell_errors": errors, "printed": printed, "running": running["item"]}
 
 
+def _not_started(exc: BaseException) -> GraderError:
+    """A kernel that failed before any of the notebook's code ran: the grader's (or its machine's) failure.
+    (A file in the learner's folder that shadows a module the kernel imports, a json.py, can cause it too:
+    the traceback in the log shows which.)"""
+    return GraderError("starting the kernel, before any of the notebook's code ran", exc)
+
+
 def _request(kind: str, check, seed: int) -> dict:
+    """The request for one graded item: its cases' arguments in the plain format (TypeError if the grader
+    cannot send one: a check whose inputs are not plain data is the grader's bug)."""
     if kind == "choice":
         return {"kind": "choice", "calls": [[]]}
     calls = []
@@ -373,20 +429,37 @@ def _request(kind: str, check, seed: int) -> dict:
         encoded = [encode(arg) for arg in case.args]
         bad = [e["type"] for e in encoded if e["k"] == "unsupported"]
         if bad:
-            return {"error": f"the grader cannot send {bad[0]} to a kernel (check {check.name!r})"}
+            raise TypeError(f"the grader cannot send {bad[0]} to a kernel (check {check.name!r})")
         calls.append(encoded)
-    return {"kind": "function", "calls": calls}
+    from ..checks import forbidden
+
+    return {"kind": "function", "calls": calls, "watch": forbidden.watch(check)}
+
+
+def _forbidden_in_source(nb, items: list) -> dict:
+    """{item number: the forbidden calls the grader's static scan finds in that function's cells}: this
+    process reads the notebook's source, which no code in the kernel can change (course_utils.checks.forbidden)."""
+    from ..checks import forbidden
+
+    sources = [cell.source for cell in nb.cells if cell.cell_type == "code"]
+    return {
+        number: forbidden.notebook_hits(check, sources, graded.function)
+        for number, (kind, graded, check) in enumerate(items)
+        if kind == "function"
+    }
 
 
 def _read_answer(path: Path, notes) -> dict:
+    """The kernel's answer file as a dict. The file is the kernel's output (the learner's code could have
+    written or replaced it), so whatever is wrong with it is a "no-answer", never the grader's error."""
     error = notes["error"] if notes else None
     if not path.exists():
         return {"status": "no-answer", "message": error or "the kernel wrote no answer"}
-    if path.stat().st_size > MAX_ANSWER_BYTES:
-        return {"status": "no-answer", "message": "the answer was too large to read"}
     try:
+        if path.stat().st_size > MAX_ANSWER_BYTES:
+            return {"status": "no-answer", "message": "the answer was too large to read"}
         answer = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError):
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError):
         return {"status": "no-answer", "message": "the answer could not be read"}
     return answer if isinstance(answer, dict) else {"status": "no-answer", "message": "the answer could not be read"}
 
@@ -465,10 +538,24 @@ def grade_submission(task: dict) -> dict:
     }
     try:
         _grade_into(result, path, task)
-    except Exception as exc:  # a bug of the grader: still a row, clearly marked
-        result.update(status="grader-error", reason=f"{type(exc).__name__}: {str(exc)[:200]}")
+    except Exception as exc:  # the grader's own failure: a row that blames no one, and the traceback
+        mark_grader_error(result, exc)
     result["seconds"] = round(time.perf_counter() - start, 2)
     return result
+
+
+def mark_grader_error(result: dict, exc: BaseException, step: str = "grading it") -> None:
+    """Turn `result` into a grader-error row: no points, no verdicts, and the traceback for the report."""
+    if isinstance(exc, GraderError):
+        step, exc = exc.step, exc.cause
+    result.update(
+        status=GRADER_ERROR,
+        reason=f"not graded: the grader failed while {step} ({type(exc).__name__}: {str(exc)[:160]})",
+        total=0.0,
+        traceback="".join(traceback.format_exception(exc))[-20_000:],
+    )
+    for item in result["items"]:  # verdicts reached before the failure are not given either
+        item.update(earned=0.0, status="not-graded", text="")
 
 
 def _grade_into(result: dict, path: Path, task: dict) -> None:
@@ -502,12 +589,9 @@ def _grade_into(result: dict, path: Path, task: dict) -> None:
     if wanted and exercise != wanted:
         result.update(status="wrong-exercise", reason=f"this is {exercise}; this run grades {wanted}")
         return
-    try:
-        items = load_registry(exercise)
-    except (ImportError, KeyError, AttributeError) as exc:
-        result.update(
-            status="wrong-exercise", reason=f"no graded checks are registered for {exercise!r} ({type(exc).__name__})"
-        )
+    items = load_registry(exercise)
+    if items is None:
+        result.update(status="wrong-exercise", reason=f"no graded checks are registered for {exercise!r}")
         return
     result["max"] = float(sum(graded.points for _, graded, _ in items))
     result["items"] = [
@@ -523,6 +607,8 @@ def _grade_into(result: dict, path: Path, task: dict) -> None:
         for _, g, _ in items
     ]
     result["free_text"] = free_text_answers(nb, exercise, Path(task["solutions"]))
+    with _GraderStep("scanning the notebook for forbidden calls"):
+        static = _forbidden_in_source(nb, items)
 
     root = Path(tempfile.mkdtemp(prefix="course-grade-"))
     try:
@@ -545,8 +631,11 @@ def _grade_into(result: dict, path: Path, task: dict) -> None:
             else:
                 entry.update(status="not-graded", text=f"⏹ {entry['column']}: not graded ({why}).")
             continue
-        report = judge(kind, graded, check, answer, task["seed"])
+        with _GraderStep(f"judging check {graded.check!r}"):
+            report = judge(kind, graded, check, answer, task["seed"], forbidden=static.get(number, []))
         entry.update(status=report.status, earned=float(graded.points) if report.passed else 0.0, text=report.text())
+        if getattr(report, "forbidden", None):
+            entry["forbidden"] = list(report.forbidden)
     result["total"] = float(sum(e["earned"] for e in result["items"]))
     if run["stop"]:
         result.update(status=run["stop"].status, reason=run["stop"].reason)
@@ -556,6 +645,9 @@ def _grade_into(result: dict, path: Path, task: dict) -> None:
         notes = []
         if failing:
             notes.append("lost points on " + ", ".join(failing))
+        calls = [f"{e['column']} ({', '.join(e['forbidden'])})" for e in result["items"] if e.get("forbidden")]
+        if calls:
+            notes.append("forbidden calls in " + ", ".join(calls))
         if run["cell_errors"]:
             notes.append(f"{len(run['cell_errors'])} cell(s) raised errors")
         if run["printed"] > 10 * STREAM_LIMIT:

@@ -1,0 +1,806 @@
+"""Forbidden shortcuts: what a task asks learners not to call, and how a check finds such a call.
+
+A task that asks the learner to write a computation (LayerNorm from mean and variance, attention by hand)
+declares, next to its check in checks/exNN.py, the calls that would do it for them:
+
+    LAYER_NORM_CHECK = FunctionCheck(..., forbidden=Forbidden(
+        calls=VARIANCE + TORCH_NORMS + COURSE_NORMS,       # dotted names: functions, methods, classes
+        hint="compute the variance yourself: the mean of the squared deviations from the mean.",
+        why="the notebook: 'not torch.nn.functional.layer_norm, torch.var or torch.std'; the rest do the same",
+    ))
+
+Every check also forbids its own reference (`FunctionCheck.reference`), whatever the declaration says.
+A check finds a forbidden call in two independent ways, and either is enough for a ❌:
+
+    static scan    the function's source, parsed (`ast`): every name and attribute chain it uses, resolved
+                   to the object it names (`F.layer_norm`, `torch.nn.functional.layer_norm`, an alias
+                   bound by `from course_utils.norms import layer_norm as ln` or `ln = norms.layer_norm`,
+                   `getattr(torch, "var")`) and compared by identity with the forbidden objects; a method
+                   of a forbidden class called on any value (`x.var(...)`); and the same for the learner's
+                   own helpers and classes that the function uses, followed by name.
+    runtime trace  what one call really runs (course_utils.tracing.CallTrace): every torch function,
+                   however spelled (`getattr(torch, "v" + "ar")`, `torch.ops.aten.var`), and every Python
+                   function, such as the course's references, through any import alias.
+
+The learner's check scans the live function (its source via `inspect.getsource`, its names via its
+globals) and traces each call. The grader scans the submitted notebook's cells in its own process
+(`notebook_hits`, names resolved from the notebook's imports and assignments, as a "Run All" binds them)
+and takes the kernel's trace of each call as evidence: a kernel can hide a call from its own trace, but
+not from the grader's scan. What neither can see is in docs/grading.md ("Forbidden shortcuts").
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import functools
+import importlib
+import inspect
+import linecache
+import sys
+import textwrap
+import types
+from dataclasses import dataclass
+
+from ..tracing import CallTrace, runtime_key
+
+__all__ = [
+    "Forbidden",
+    "VARIANCE",
+    "TORCH_NORMS",
+    "COURSE_NORMS",
+    "ATTENTION",
+    "static_hits",
+    "notebook_hits",
+    "trace_for",
+    "trace_names",
+    "watch",
+    "found",
+    "merge",
+    "index_for",
+]
+
+_MISSING = object()
+_MAX_FOLLOWED = 200  # the learner's definitions one scan follows at most
+
+
+# ----------------------------------------------------------------------------------------------------
+# the declaration
+# ----------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Forbidden:
+    """The calls one task forbids (dotted names of functions, methods and classes), the hint shown with
+    the ❌, and why they are forbidden (the notebook's words, or what makes the task trivial)."""
+
+    calls: tuple
+    hint: str
+    why: str = ""
+
+    def __post_init__(self):
+        object.__setattr__(self, "calls", tuple(self.calls))
+
+
+# Groups the exercises combine. Each name must resolve (tests/test_forbidden.py checks it).
+VARIANCE = (  # the variance and the standard deviation, ready-made
+    "torch.var",
+    "torch.Tensor.var",
+    "torch.var_mean",
+    "torch.std",
+    "torch.Tensor.std",
+    "torch.std_mean",
+    "numpy.var",
+    "numpy.std",
+    "numpy.ndarray.var",
+    "numpy.ndarray.std",
+    "statistics.pvariance",
+    "statistics.variance",
+    "statistics.pstdev",
+    "statistics.stdev",
+)
+TORCH_NORMS = (  # torch's normalizations: each computes LayerNorm, RMSNorm or BatchNorm, some after a transpose
+    "torch.nn.functional.layer_norm",
+    "torch.layer_norm",
+    "torch.native_layer_norm",
+    "torch.nn.LayerNorm",
+    "torch.nn.functional.rms_norm",
+    "torch.rms_norm",
+    "torch.nn.RMSNorm",
+    "torch.nn.functional.batch_norm",
+    "torch.batch_norm",
+    "torch.native_batch_norm",
+    "torch.batch_norm_stats",
+    "torch.batch_norm_update_stats",
+    "torch.nn.BatchNorm1d",
+    "torch.nn.BatchNorm2d",
+    "torch.nn.BatchNorm3d",
+    "torch.nn.LazyBatchNorm1d",
+    "torch.nn.SyncBatchNorm",
+    "torch.nn.functional.group_norm",
+    "torch.group_norm",
+    "torch.native_group_norm",
+    "torch.nn.GroupNorm",
+    "torch.nn.functional.instance_norm",
+    "torch.instance_norm",
+    "torch.nn.InstanceNorm1d",
+    "torch.nn.InstanceNorm2d",
+    "torch.nn.InstanceNorm3d",
+)
+COURSE_NORMS = (  # the course's own reference norms and hand computations
+    "course_utils.norms.layer_norm",
+    "course_utils.norms.rms_norm",
+    "course_utils.norms.batch_norm",
+    "course_utils.norms.LayerNorm",
+    "course_utils.norms.RMSNorm",
+    "course_utils.norms.BatchNorm",
+    "course_utils.handcalc.layer_norm_steps",
+    "course_utils.handcalc.rms_norm_steps",
+)
+ATTENTION = (  # attention computed for you
+    "torch.nn.functional.scaled_dot_product_attention",
+    "torch.nn.functional.multi_head_attention_forward",
+    "torch.nn.MultiheadAttention",
+    "course_utils.attention.CausalSelfAttention",
+)
+
+DEFAULT_HINT = (
+    "write the computation yourself, as the task describes: the course's reference is what your output is "
+    "compared with."
+)
+
+
+# ----------------------------------------------------------------------------------------------------
+# the declaration, resolved: the objects (for the scan) and their runtime keys (for the trace)
+# ----------------------------------------------------------------------------------------------------
+class ForbiddenIndex:
+    """A task's forbidden objects, looked up by identity (static scan) and by runtime key (trace)."""
+
+    def __init__(self, entries: list, hint: str):
+        self.hint = hint
+        self.objects: list = []  # kept alive, so that an id() names one object
+        self.by_id: dict = {}
+        self.classes: list = []  # (class, name): its instances and subclasses are forbidden too
+        self.methods: dict = {}  # method name -> name, for Tensor's and ndarray's: `value.var(...)` on any value
+        self.dotted: dict = {}  # declared name -> name (for a name the scan cannot resolve)
+        self.watch: dict = {"ops": {}, "python": {}, "c": {}}  # runtime key -> name, per kind of call
+        self.names: list = []
+        for name, obj, owner in entries:
+            self._add(name, obj, owner)
+
+    def _add(self, name: str, obj, owner) -> None:
+        import torch
+
+        self.names.append(name)
+        self.dotted.setdefault(name, name)
+        if isinstance(owner, type) and hasattr(obj, "__objclass__"):  # a C method: x.var(...) on any value
+            self.methods.setdefault(name.rsplit(".", 1)[-1], name)
+        todo, seen = [obj], set()
+        while todo:
+            o = todo.pop()
+            if id(o) in seen or o is None:
+                continue
+            seen.add(id(o))
+            self.objects.append(o)
+            self.by_id.setdefault(id(o), name)
+            todo += [getattr(o, "__wrapped__", None), getattr(o, "_implementation", None)]  # wraps, numpy dispatch
+            if isinstance(o, type):
+                self.classes.append((o, name))
+                # what running it executes: a module's forward; another class's __call__, else its __init__
+                call = o.forward if issubclass(o, torch.nn.Module) else o.__dict__.get("__call__", o.__init__)
+                if call is not None:
+                    self._watch(call, name)
+            else:
+                self._watch(o, name)
+
+    def _watch(self, obj, name: str) -> None:
+        import torch
+
+        key = runtime_key(obj)
+        if not key:
+            return
+        torch_level = key.startswith(("torch.", "aten::"))
+        if hasattr(obj, "__code__"):
+            self.watch["python"].setdefault(key, name)
+        if torch_level:
+            self.watch["ops"].setdefault(key, name)
+            short = getattr(obj, "__name__", "")
+            if short and not short.startswith("_") and hasattr(torch.ops.aten, short):  # the ATen op of the same name
+                self.watch["ops"].setdefault(f"aten::{short}", name)
+        elif not hasattr(obj, "__code__"):
+            self.watch["c"].setdefault(key, name)
+
+    def match(self, obj) -> str | None:
+        """The forbidden name `obj` is (or wraps, or is an instance or subclass of), else None."""
+        try:
+            name = self.by_id.get(id(obj))
+            if name is not None:
+                return name
+            kind = type(obj)
+            if kind in (staticmethod, classmethod, types.MethodType):
+                return self.match(obj.__func__)
+            if kind is functools.partial:
+                return self.match(obj.func)
+            cls = obj if isinstance(obj, type) else kind
+            return next((n for c, n in self.classes if issubclass(cls, c)), None)
+        except Exception:  # a learner's object with an odd type
+            return None
+
+    def key_names(self) -> dict:
+        out = {}
+        for kind in ("ops", "python", "c"):
+            for key, name in self.watch[kind].items():
+                out.setdefault(key, name)
+        return out
+
+
+def _resolve(dotted: str):
+    """(object, the object it is an attribute of) for a declared dotted name; ImportError/AttributeError if none."""
+    parts = dotted.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        owner = None
+        for part in parts[i:]:
+            owner, obj = obj, getattr(obj, part)
+        return obj, owner
+    raise ImportError(dotted)
+
+
+def _display(fn) -> str:
+    """course_utils.checks.ex04._block_ref for the closure ex04._block_ref.<locals>.ref."""
+    qualname = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", "the reference")
+    return f"{getattr(fn, '__module__', '?')}.{qualname.split('.<locals>')[0]}"
+
+
+@functools.cache
+def index_for(forbidden: Forbidden | None, reference) -> ForbiddenIndex:
+    """The resolved index of a check: its declaration and its own reference. A declared name that does not
+    resolve (another torch version) is left out; tests/test_forbidden.py asserts that every one resolves."""
+    entries = []
+    for name in forbidden.calls if forbidden else ():
+        try:
+            obj, owner = _resolve(name)
+        except (ImportError, AttributeError):
+            continue
+        entries.append((name, obj, owner))
+    if reference is not None:
+        entries.append((_display(reference), reference, None))
+    return ForbiddenIndex(entries, forbidden.hint if forbidden else DEFAULT_HINT)
+
+
+def _index(check) -> ForbiddenIndex:
+    return index_for(getattr(check, "forbidden", None), getattr(check, "reference", None))
+
+
+# ----------------------------------------------------------------------------------------------------
+# the static scan: one scanner, two ways of resolving a name (live objects, or a notebook's source)
+# ----------------------------------------------------------------------------------------------------
+_VALUE = ("value", None)  # a runtime value the scan knows nothing about (a tensor, an argument)
+
+
+def _is_namespace(obj) -> bool:
+    return isinstance(obj, (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType))
+
+
+def _static_attr(obj, attr: str):
+    """obj.attr without running any code (no property, no __getattr__), else _MISSING."""
+    found = inspect.getattr_static(obj, attr, _MISSING)
+    if type(found) in (staticmethod, classmethod):
+        found = found.__func__
+    if found is _MISSING and isinstance(obj, types.ModuleType):
+        found = sys.modules.get(f"{obj.__name__}.{attr}", _MISSING)
+    return found
+
+
+def _module_ref(dotted: str):
+    """The object a dotted name names in this process (modules already imported only), or ("dotted", name)."""
+    parts = dotted.split(".")
+    for i in range(len(parts), 0, -1):
+        obj = sys.modules.get(".".join(parts[:i]))
+        if obj is None:
+            continue
+        for part in parts[i:]:
+            obj = _static_attr(obj, part)
+            if obj is _MISSING:
+                return ("dotted", dotted)
+        return ("obj", obj)
+    return ("dotted", dotted)
+
+
+def _locals(node) -> dict:
+    """The names a definition binds inside itself: parameters and assignments (unknown values), and local
+    imports (what they import). They shadow the globals; nested functions and classes count as local."""
+    names: dict = {}
+    for sub in ast.walk(node):
+        if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            a = sub.args
+            for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]:
+                if arg is not None:
+                    names.setdefault(arg.arg, _VALUE)
+            if sub is not node and not isinstance(sub, ast.Lambda):
+                names.setdefault(sub.name, _VALUE)
+        elif isinstance(sub, ast.ClassDef) and sub is not node:
+            names.setdefault(sub.name, _VALUE)
+        elif isinstance(sub, ast.Name) and isinstance(sub.ctx, (ast.Store, ast.Del)):
+            names.setdefault(sub.id, _VALUE)
+        elif isinstance(sub, ast.ExceptHandler) and sub.name:
+            names.setdefault(sub.name, _VALUE)
+        elif isinstance(sub, ast.Import):
+            for alias in sub.names:
+                if alias.asname:
+                    names[alias.asname] = _module_ref(alias.name)
+                else:
+                    top = alias.name.split(".")[0]
+                    names[top] = _module_ref(top)
+        elif isinstance(sub, ast.ImportFrom) and sub.module and not sub.level:
+            for alias in sub.names:
+                if alias.name != "*":
+                    names[alias.asname or alias.name] = _module_ref(f"{sub.module}.{alias.name}")
+    return names
+
+
+def _const_getattr(node: ast.Call):
+    """(object node, name) for getattr(obj, "name"[, default]), else None."""
+    if (
+        isinstance(node.func, ast.Name)
+        and node.func.id == "getattr"
+        and len(node.args) in (2, 3)
+        and isinstance(node.args[1], ast.Constant)
+        and isinstance(node.args[1].value, str)
+    ):
+        return node.args[0], node.args[1].value
+    return None
+
+
+def _const_import(node: ast.Call):
+    """The module name of __import__("a.b") (binds "a") or importlib.import_module("a.b"), else None."""
+    if not node.args or not isinstance(node.args[0], ast.Constant) or not isinstance(node.args[0].value, str):
+        return None
+    name = node.args[0].value
+    func = node.func
+    if isinstance(func, ast.Name) and func.id == "__import__":
+        return name if len(node.args) > 3 or node.keywords else name.split(".")[0]
+    if (
+        isinstance(func, ast.Name)
+        and func.id == "import_module"
+        or (isinstance(func, ast.Attribute) and func.attr == "import_module")
+    ):
+        return name
+    return None
+
+
+class _Scanner(ast.NodeVisitor):
+    """Walks definitions and expressions, resolving each name and attribute chain through an environment
+    (`_LiveEnv` in the notebook, `_SourceEnv` in the grader), and records the forbidden names it meets."""
+
+    def __init__(self, index: ForbiddenIndex):
+        self.index = index
+        self.hits: list = []
+        self.followed: set = set()
+        self.env = None
+        self.local: dict = {}
+        self.assigned: dict = {}
+
+    def hit(self, name) -> None:
+        if name and name not in self.hits:
+            self.hits.append(name)
+
+    def run(self, node, env) -> None:
+        saved = self.env, self.local
+        self.env, self.local = env, _locals(node)
+        try:
+            self.visit(node)
+        finally:
+            self.env, self.local = saved
+
+    def chain_in(self, node, env):
+        """The reference an expression evaluates to, scanned in env with no local names."""
+        saved = self.env, self.local
+        self.env, self.local = env, _locals(node)
+        try:
+            return self.chain(node)
+        finally:
+            self.env, self.local = saved
+
+    # names -----------------------------------------------------------------------------------------
+    def lookup(self, name: str):
+        if name in self.local:
+            return self.local[name]
+        return self.env.lookup(name)
+
+    def use(self, ref):
+        kind, value = ref
+        if kind == "obj":
+            self.hit(self.index.match(value))
+        elif kind == "dotted":
+            self.hit(self.index.dotted.get(value))
+        elif kind == "def":
+            name = None if isinstance(value, ast.AST) else self.index.match(value)
+            if name:  # the learner passed on a forbidden object defined next to their code
+                self.hit(name)
+            else:
+                self.follow(value)
+        elif kind == "assign":
+            return self.assignment(value)
+        return ref
+
+    def follow(self, token) -> None:
+        if token in self.followed or len(self.followed) >= _MAX_FOLLOWED:
+            return
+        self.followed.add(token)
+        for node, env in self.env.definitions(token):
+            self.run(node, env)
+
+    def assignment(self, token):
+        """What a module-level `name = value` binds: an alias when value is a name or attribute chain
+        (ln = norms.layer_norm), else a value whose expression is scanned (m = torch.nn.LayerNorm(4))."""
+        if token in self.assigned:
+            return self.assigned[token]
+        self.assigned[token] = _VALUE  # a cycle (a = b; b = a) ends here
+        value, env = self.env.assignment(token)
+        if isinstance(value, (ast.Name, ast.Attribute)) or isinstance(value, ast.Call) and _const_getattr(value):
+            ref = self.chain_in(value, env)
+        else:
+            saved = self.env, self.local
+            self.env, self.local = env, _locals(value)
+            try:
+                self.visit(value)
+            finally:
+                self.env, self.local = saved
+            ref = _VALUE
+        self.assigned[token] = ref
+        return ref
+
+    # chains ----------------------------------------------------------------------------------------
+    def chain(self, node):
+        """Scan a name, attribute chain, getattr(obj, "name") or import call, and return what it refers to."""
+        if isinstance(node, ast.Name):
+            return self.use(self.lookup(node.id)) if isinstance(node.ctx, ast.Load) else _VALUE
+        if isinstance(node, ast.Attribute):
+            base = self.chain(node.value)
+            return self.attribute(base, node.attr) if isinstance(node.ctx, ast.Load) else _VALUE
+        if isinstance(node, ast.Call):
+            target = _const_getattr(node)
+            if target is not None:
+                base = self.chain(target[0])
+                for extra in node.args[2:]:
+                    self.visit(extra)
+                return self.attribute(base, target[1])
+            module = _const_import(node)
+            if module is not None:
+                return self.env.import_ref(module)
+        self.visit(node)
+        return _VALUE
+
+    def attribute(self, base, attr: str):
+        kind, value = base
+        if kind == "obj" and _is_namespace(value):
+            patched = self.env.patched(value, attr)
+            if patched is not None:
+                return self.use(("assign", patched))
+            found = _static_attr(value, attr)
+            if found is not _MISSING:
+                return self.use(("obj", found))
+            if isinstance(value, types.ModuleType):
+                return self.use(("dotted", f"{value.__name__}.{attr}"))
+            return _VALUE
+        if kind == "dotted":
+            return self.use(("dotted", f"{value}.{attr}"))
+        self.hit(self.index.methods.get(attr))  # a method of some value: x.var(...)
+        return _VALUE
+
+    # the walk --------------------------------------------------------------------------------------
+    def visit_Name(self, node):
+        self.chain(node)
+
+    def visit_Attribute(self, node):
+        self.chain(node)
+
+    def visit_Call(self, node):
+        if _const_getattr(node) is not None or _const_import(node) is not None:
+            self.chain(node)
+        else:
+            self.generic_visit(node)
+
+    def visit_Import(self, node):
+        for alias in node.names:
+            self.use(_module_ref(alias.name))
+
+    def visit_ImportFrom(self, node):
+        if node.module and not node.level:
+            for alias in node.names:
+                if alias.name != "*":
+                    self.use(_module_ref(f"{node.module}.{alias.name}"))
+
+
+# ---- names resolved through live objects: the learner's check in the notebook -------------------
+class _LiveEnv:
+    """Resolves a function's free names through its closure, its globals and the builtins (no code runs)."""
+
+    def __init__(self, namespace: dict, module, closure: dict | None = None):
+        self.namespace, self.module, self.closure = namespace, module, closure or {}
+
+    @classmethod
+    def of(cls, fn) -> _LiveEnv:
+        code = fn.__code__
+        closure = dict(zip(code.co_freevars, fn.__closure__ or ()))
+        return cls(fn.__globals__, fn.__module__, closure)
+
+    def lookup(self, name: str):
+        if name in self.closure:
+            try:
+                return self.ref(self.closure[name].cell_contents)
+            except ValueError:  # an empty cell
+                return _VALUE
+        if name in self.namespace:
+            return self.ref(dict.get(self.namespace, name))
+        found = builtins.__dict__.get(name, _MISSING)
+        return _VALUE if found is _MISSING else ("obj", found)
+
+    def ref(self, obj):
+        """A learner's own function or class (defined in the same module) is followed; anything else is an object."""
+        if isinstance(obj, types.FunctionType) and obj.__module__ == self.module:
+            return ("def", obj)
+        cls = obj if isinstance(obj, type) else type(obj)
+        if cls.__dict__.get("__module__") == self.module and not isinstance(obj, types.ModuleType):
+            return ("def", cls)
+        return ("obj", obj)
+
+    def definitions(self, obj):
+        node = _definition_node(obj)
+        if node is None:
+            return []
+        env = _LiveEnv.of(obj) if isinstance(obj, types.FunctionType) else self
+        return [(node, env)]
+
+    def import_ref(self, name: str):
+        return _module_ref(name)
+
+    def assignment(self, token):
+        return token, self
+
+    def patched(self, obj, attr: str):
+        return None  # live objects already are what the notebook made them
+
+
+def _definition_node(obj):
+    """The parsed definition of a function, lambda or class, from its source; None when there is none."""
+    if isinstance(obj, type):
+        return _class_node(obj)
+    try:
+        source = textwrap.dedent(inspect.getsource(obj))
+    except (OSError, TypeError):
+        return None
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:  # a lambda in the middle of an expression that spans lines
+        try:
+            tree = ast.parse("(\n" + source.strip().rstrip(",") + "\n)")
+        except SyntaxError:
+            return None
+    if isinstance(obj, types.FunctionType) and obj.__name__ == "<lambda>":
+        lambdas = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda)]
+        return ast.Module(body=[ast.Expr(n) for n in lambdas], type_ignores=[]) if lambdas else None
+    kinds = (ast.ClassDef,) if isinstance(obj, type) else (ast.FunctionDef, ast.AsyncFunctionDef)
+    name = getattr(obj, "__name__", None)
+    return next((n for n in ast.walk(tree) if isinstance(n, kinds) and n.name == name), None)
+
+
+def _class_node(cls):
+    """A class's definition, found through the file and line of one of its methods: inspect.getsource looks
+    for a class in its module's file, which a notebook cell's class (module __main__) is not in."""
+    for member in vars(cls).values():
+        code = getattr(member, "__code__", None)
+        if code is None:
+            continue
+        try:
+            tree = ast.parse("".join(linecache.getlines(code.co_filename)))
+        except (SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.ClassDef)
+                and node.name == cls.__name__
+                and node.lineno <= code.co_firstlineno <= (node.end_lineno or node.lineno)
+            ):
+                return node
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    return next((n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == cls.__name__), None)
+
+
+# ---- names resolved through a notebook's source: the grader --------------------------------------
+class _SourceEnv:
+    """The top-level names of a notebook's code cells, bound as running them in order binds them:
+    imports, definitions and assignments, the last binding of a name winning."""
+
+    def __init__(self, sources: list):
+        self.bindings: dict = {}
+        self.patches: list = []  # (target, value) of `torch.mean = torch.var`: an attribute a cell assigned
+        self.stars: list = []
+        for source in sources:
+            tree = _parse_cell(source)
+            if tree is not None:
+                self._bind(tree.body)
+
+    def _bind(self, statements) -> None:
+        for st in statements:
+            if isinstance(st, ast.Import):
+                for alias in st.names:
+                    top = alias.name.split(".")[0]
+                    self.bindings[alias.asname or top] = ("import", alias.name if alias.asname else top)
+            elif isinstance(st, ast.ImportFrom) and st.module and not st.level:
+                for alias in st.names:
+                    if alias.name == "*":
+                        self.stars.append(st.module)
+                    else:
+                        self.bindings[alias.asname or alias.name] = ("import", f"{st.module}.{alias.name}")
+            elif isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                self.bindings[st.name] = ("def", st)
+            elif isinstance(st, (ast.Assign, ast.AnnAssign)) and st.value is not None:
+                for target in st.targets if isinstance(st, ast.Assign) else [st.target]:
+                    self._bind_target(target, st.value)
+            elif isinstance(st, (ast.AugAssign, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)):
+                targets = [st.target] if hasattr(st, "target") else [i.optional_vars for i in st.items]
+                for target in targets:
+                    for name in ast.walk(target) if target is not None else ():
+                        if isinstance(name, ast.Name):
+                            self.bindings[name.id] = ("value", None)
+            if isinstance(st, (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try)):
+                for body in ("body", "orelse", "finalbody"):
+                    self._bind(getattr(st, body, []))
+                for handler in getattr(st, "handlers", []):
+                    self._bind(handler.body)
+
+    def _bind_target(self, target, value) -> None:
+        if isinstance(target, ast.Name):
+            self.bindings[target.id] = ("assign", value)
+        elif isinstance(target, ast.Attribute):
+            self.patches.append((target, value))
+        else:
+            for name in ast.walk(target):
+                if isinstance(name, ast.Name):
+                    self.bindings[name.id] = ("value", None)
+
+    def lookup(self, name: str):
+        kind, value = self.bindings.get(name, (None, None))
+        if kind == "import":
+            return _module_ref(value)
+        if kind == "def":
+            return ("def", value)
+        if kind == "assign":
+            return ("assign", value)
+        if kind == "value":
+            return _VALUE
+        for module in self.stars:
+            ref = _module_ref(f"{module}.{name}")
+            if ref[0] == "obj":
+                return ref
+        found = builtins.__dict__.get(name, _MISSING)
+        return _VALUE if found is _MISSING else ("obj", found)
+
+    def definitions(self, node):
+        return [(node, self)]
+
+    def import_ref(self, name: str):
+        return _module_ref(name)
+
+    def assignment(self, value):
+        return value, self
+
+    def patched(self, obj, attr: str):
+        """The value a cell assigned to obj.attr (an attribute of a module or class), if one did."""
+        for target, value in reversed(self.patches):
+            if target.attr == attr and self._quiet(target.value) == ("obj", obj):
+                return value
+        return None
+
+    def _quiet(self, node):
+        """What a name or attribute chain of the notebook refers to, found without scanning it."""
+        if isinstance(node, ast.Name):
+            kind, value = self.bindings.get(node.id, (None, None))
+            return _module_ref(value) if kind == "import" else _VALUE
+        if isinstance(node, ast.Attribute):
+            kind, value = self._quiet(node.value)
+            if kind == "obj" and _is_namespace(value):
+                found = _static_attr(value, node.attr)
+                return _VALUE if found is _MISSING else ("obj", found)
+        return _VALUE
+
+
+def _parse_cell(source: str):
+    """A code cell's syntax tree; IPython syntax (%magic, !shell) translated first; None if it is not Python."""
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError):
+        pass
+    except (RecursionError, MemoryError):
+        return None
+    try:
+        from IPython.core.inputtransformer2 import TransformerManager
+
+        return ast.parse(TransformerManager().transform_cell(source))
+    except (Exception, RecursionError, MemoryError):  # not Python: the kernel could not run it either
+        return None
+
+
+# ----------------------------------------------------------------------------------------------------
+# what the checks and the grader call
+# ----------------------------------------------------------------------------------------------------
+def static_hits(check, fn) -> list:
+    """The forbidden names a live learner function uses, by the static scan (the learner's check). Never raises."""
+    try:
+        index = _index(check)
+        direct = index.match(fn)
+        if direct:
+            return [direct]
+        scanner = _Scanner(index)
+        target = fn.func if type(fn) is functools.partial else fn
+        if isinstance(target, types.MethodType):
+            target = target.__func__
+        if isinstance(target, types.FunctionType):
+            env = _LiveEnv.of(target)
+            scanner.env = env
+            scanner.follow(target)
+        elif not isinstance(target, (types.BuiltinFunctionType, type)):  # an object with __call__
+            cls = type(target)
+            module = sys.modules.get(cls.__module__)
+            scanner.env = _LiveEnv(getattr(module, "__dict__", {}), cls.__module__)
+            scanner.follow(cls)
+        return scanner.hits
+    except (Exception, RecursionError):  # the scan must never cost the learner a verdict
+        return []
+
+
+def notebook_hits(check, sources: list, function_name: str) -> list:
+    """The forbidden names the notebook's `function_name` uses, by the static scan of the notebook's code
+    cells (`sources`, in order), in the grader's process: no learner code runs."""
+    try:
+        env = _SourceEnv(sources)
+        scanner = _Scanner(_index(check))
+        scanner.env = env
+        scanner.use(env.lookup(function_name))
+        return scanner.hits
+    except RecursionError:  # a pathologically nested cell: the kernel's trace still counts
+        return []
+
+
+def watch(check) -> dict:
+    """The runtime keys to trace for this check, as plain data (sent to the learner's kernel)."""
+    index = _index(check)
+    return {kind: sorted(keys) for kind, keys in index.watch.items()}
+
+
+def trace_for(check) -> CallTrace:
+    """A trace that records this check's forbidden calls (enter it around each call of the learner's function)."""
+    return CallTrace(watch(check))
+
+
+def trace_names(check, keys) -> list:
+    """The forbidden names behind a trace's keys; anything else (a forged or garbled key) is dropped."""
+    if not isinstance(keys, list):
+        return []
+    names = _index(check).key_names()
+    return merge([names[k] for k in keys[:1000] if isinstance(k, str) and k in names])
+
+
+def found(check, static: list, trace: CallTrace) -> list:
+    """The static scan's names, then the trace's (the learner's check: both come from this process)."""
+    return merge(static, trace_names(check, trace.hits))
+
+
+def merge(*lists) -> list:
+    """The names of several lists, each once, in order of first appearance."""
+    out = []
+    for names in lists:
+        for name in names or ():
+            if name not in out:
+                out.append(name)
+    return out
+
+
+def forbidden_hint(check) -> str:
+    return _index(check).hint
