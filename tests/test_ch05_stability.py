@@ -4,6 +4,7 @@ the benchmark."""
 import importlib.util
 import math
 
+import mutants
 import pytest
 import torch
 
@@ -228,8 +229,8 @@ def test_qk_norm_bound_holds_with_learned_gains():
 # ----------------------------------------------------------------------------------------------------
 # exercise 05's checks
 # ----------------------------------------------------------------------------------------------------
-def right_attention(x, wq, wk, wv, wo, q_gain, k_gain, n_head, n_kv_head):
-    return ex05.functional_attention(x, wq, wk, wv, wo, q_gain, k_gain, n_head, n_kv_head).float()
+# A learner's right answer, written head by head without the course's functions (tests/mutants/ex05.py).
+right_attention = mutants.ex05.qk_norm_attention_head_by_head
 
 
 def test_functional_attention_equals_the_chapter_layer():
@@ -245,7 +246,7 @@ MISTAKES = {
     "causal mask": dict(causal=False),
     "repeat_interleave": dict(kv_map="tile"),
     "without the gains": dict(gains=False),
-    "without any QK-Norm": dict(norm="none"),
+    "without any QK-Norm": dict(norm="none", gains=False),
 }
 
 
@@ -258,6 +259,10 @@ def test_attention_mistakes_are_rejected_with_their_hint(words):
 
 def test_attention_check_accepts_right_and_catches_the_rest(capsys):
     assert ex05.check_qk_norm_attention(right_attention).passed
+    # the checks' own attention gives the right numbers and no points: it is the task's answer, ready-made
+    shortcut = ex05.QK_NORM_ATTENTION_CHECK.evaluate(lambda *a: ex05.functional_attention(*a).float())
+    assert not shortcut.passed and shortcut.forbidden == ["course_utils.checks.ex05.functional_attention"]
+    assert all(c.passed for c in shortcut.cases), shortcut.text()
     names = " ".join(c.name for c in ex05.QK_NORM_ATTENTION_CHECK.cases())
     assert "grouped-query" in names and "multi-query" in names and "single token" in names
     assert (
