@@ -7,7 +7,7 @@ variance are reduced over. These helpers draw that, big enough to project in a c
                                          a 2-d shape (samples, features) is drawn as a table,
                                          a 3-d shape (batch, tokens, features) as a block of cubes
     table_figure(x)                      LayerNorm shading one row, BatchNorm one column, with the numbers
-    block_figure()                       BatchNorm's slab next to LayerNorm's (and RMSNorm's) strip
+    block_figure()                       LayerNorm's (and RMSNorm's) strip next to BatchNorm's slab
     norm_axes_explorer(x)                a widget: choose a norm, see its axes and its statistics
 
 `shared_cells(shape, reduce_dims, index)` is the rule behind every picture: the elements that share
@@ -367,29 +367,30 @@ def table_figure(x, row: int = 1, column: int = 2):
 
 
 def block_figure(shape=(3, 4, 6), sample: int = 0, token: int = 1, feature: int = 2):
-    """(batch × tokens × features): BatchNorm's slab (one feature, every sample and token) beside the strip
-    LayerNorm and RMSNorm reduce over (one token of one sample, every feature)."""
+    """(batch × tokens × features): the strip LayerNorm and RMSNorm reduce over (one token of one sample, every
+    feature) beside BatchNorm's slab (one feature, every sample and token). LayerNorm on the left, BatchNorm on
+    the right, as in table_figure."""
     import matplotlib.pyplot as plt
 
     N, T, D = shape
     fig, axes = plt.subplots(1, 2, figsize=(15, 6.8))
     draw_norm_axes(
-        NORM_AXES["BatchNorm"],
-        shape,
-        index=(sample, token, feature),
-        ax=axes[0],
-        color=NORM_COLORS["BatchNorm"],
-        label=f"BatchNorm: one feature, all {N} samples × {T} tokens = {N * T} values",
-        title="BatchNorm: a slab per feature",
-    )
-    draw_norm_axes(
         NORM_AXES["LayerNorm"],
         shape,
         index=(sample, token, feature),
-        ax=axes[1],
+        ax=axes[0],
         color=NORM_COLORS["LayerNorm"],
         label=f"LayerNorm / RMSNorm: one token, all {D} features",
         title="LayerNorm / RMSNorm: a strip per token",
+    )
+    draw_norm_axes(
+        NORM_AXES["BatchNorm"],
+        shape,
+        index=(sample, token, feature),
+        ax=axes[1],
+        color=NORM_COLORS["BatchNorm"],
+        label=f"BatchNorm: one feature, all {N} samples × {T} tokens = {N * T} values",
+        title="BatchNorm: a slab per feature",
     )
     fig.tight_layout()
     return fig

@@ -100,9 +100,10 @@ def test_table_figure_shades_one_row_for_layernorm_and_one_column_for_batchnorm(
     assert {"11.00", "45.00"} <= texts  # column 2 = 2, 8, 14, 20: mean 11, variance 45
 
 
-def test_block_figure_has_the_batchnorm_slab_and_the_layernorm_strip():
+def test_block_figure_has_the_layernorm_strip_and_the_batchnorm_slab():
     fig = diagrams.block_figure(shape=(3, 4, 6), sample=0, token=1, feature=2)
-    bn_ax, ln_ax = fig.axes
+    ln_ax, bn_ax = fig.axes  # LayerNorm left, BatchNorm right, the same order as table_figure
+    assert "LayerNorm" in ln_ax.get_title() and "BatchNorm" in bn_ax.get_title()
     bn = {i for i, s in drawn_cells(bn_ax).items() if s}
     ln = {i for i, s in drawn_cells(ln_ax).items() if s}
     assert bn == {(n, t, 2) for n in range(3) for t in range(4)}

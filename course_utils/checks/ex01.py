@@ -70,12 +70,14 @@ def _layer_norm_cases(g: torch.Generator) -> list:
         ("a random 3-d tensor (2×3×6) with gamma and beta", (randn(2, 3, d), randn(d), randn(d), 1e-5)),
         ("gamma without beta (beta=None)", (randn(3, d) * 2 - 1, randn(d) + 2, None, 1e-5)),
         ("beta without gamma (gamma=None)", (randn(3, d) * 2 - 1, None, randn(d), 1e-5)),
-        ("gamma = std, beta = mean undoes the normalization", _undo_case(randn(d) * 2 + 3)),
+        ("gamma = this row's std, beta = its mean: recovers this one row", _undo_case(randn(d) * 2 + 3)),
     ]
     return [Case(name, args, _ln_ref(*args)) for name, args in specs]
 
 
 def _undo_case(row: torch.Tensor):
+    """gamma and beta set to this row's own std and mean give the row back; they would not give back a row of
+    another scale (gamma and beta are shared by every row, the statistics are not)."""
     mean = row.mean()
     std = torch.sqrt(((row - mean) ** 2).mean() + 1e-5)
     d = row.shape[0]
