@@ -9,7 +9,7 @@ Modules (import what you need; importing this package loads none of them, so it 
     diagrams    which elements share statistics: axis diagrams and the norm-axes explorer (chapter 03)
     display     cmp() and show_source()
     norm_cost   LayerNorm vs RMSNorm timing and the ATen operators each dispatches (chapter 02)
-    model       TinyGPT and GPTConfig: norm (layernorm | rmsnorm) and placement (pre | post | peri) switches
+    model       TinyGPT and GPTConfig: norm (layernorm | rmsnorm) and placement (pre | post | peri | reordered) switches
     attention   causal attention with QK-Norm, RoPE, softcapping and logit/entropy probes
     data        the synthetic corpus (agreement, recall, copy) and its word tokenizer
     probes      opt-in gradient-norm, hidden-norm and attention probes (context managers, chapter 04)

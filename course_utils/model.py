@@ -5,9 +5,12 @@
 
 Where the norm sits in a block (F is attention or the MLP):
 
-    pre   x = x + F(Norm(x))       GPT-2, Llama: the residual stream is never normalized; a final norm follows
-    post  x = Norm(x + F(x))       the original Transformer (2017) and BERT: every sum is normalized
-    peri  x = x + Norm(F(x))       OLMo 2: the branch's output is normalized before it joins the stream
+    pre        x = x + F(Norm(x))         GPT-2, Llama: the residual stream is never normalized; a final norm follows
+    post       x = Norm(x + F(x))         the original Transformer (2017) and BERT: every sum is normalized
+    peri       x = x + Norm(F(Norm(x)))   Peri-LN (Kim et al. 2025, arXiv 2502.02732), Gemma 2 and 3: a norm on
+                                          the sub-layer's input AND on its output, before it joins the stream
+    reordered  x = x + Norm(F(x))         OLMo 2's "reordered norm" (arXiv 2501.00656): only the sub-layer's
+                                          output is normalized; its input is the raw stream
 
 The rest is deliberately plain: token embedding, RoPE inside attention (no learned positions),
 a GELU MLP, no biases in the linear layers, weights drawn from N(0, 0.02).
@@ -35,7 +38,7 @@ class GPTConfig:
     n_head: int = 4
     d_model: int = 64
     norm: str = "layernorm"  # "layernorm" | "rmsnorm"
-    placement: str = "pre"  # "pre" | "post" | "peri"
+    placement: str = "pre"  # "pre" | "post" | "peri" (Gemma 2/3) | "reordered" (OLMo 2)
     qk_norm: str | None = None  # None | "head" | "full"
     attn_softcap: float | None = None  # Gemma 2 uses 50.0
     logit_softcap: float | None = None  # Gemma 2 uses 30.0
@@ -48,7 +51,7 @@ class GPTConfig:
     def __post_init__(self):
         choices = {
             "norm": ("layernorm", "rmsnorm"),
-            "placement": ("pre", "post", "peri"),
+            "placement": ("pre", "post", "peri", "reordered"),
             "qk_norm": (None, "head", "full"),
             "norm_impl": ("torch", "course"),
         }
@@ -80,10 +83,23 @@ class MLP(nn.Module):
 
 
 class Block(nn.Module):
-    """One transformer block; `placement` decides where its two norms sit.
+    """One transformer block; `placement` decides where its norms sit.
 
-    norm1 belongs to attention, norm2 to the MLP. The residual stream x is the "highway": in pre and
-    peri it is only ever added to; in post every sum passes through a norm.
+    norm1 belongs to attention, norm2 to the MLP. The residual stream x is the "highway": in pre, peri and
+    reordered it is only ever added to; in post every sum passes through a norm.
+
+    pre        x = x + attn(norm1(x));              x = x + mlp(norm2(x))
+    post       x = norm1(x + attn(x));              x = norm2(x + mlp(x))
+    peri       x = x + norm1_out(attn(norm1(x)));   x = x + norm2_out(mlp(norm2(x)))
+    reordered  x = x + norm1(attn(x));              x = x + norm2(mlp(x))
+
+    "peri" is Peri-LN as Kim et al. (2025, arXiv 2502.02732) define it and as Gemma 2 and Gemma 3 build it: four
+    norms per block (Hugging Face's Gemma2DecoderLayer: input_layernorm, post_attention_layernorm,
+    pre_feedforward_layernorm, post_feedforward_layernorm). Here the input norms are norm1 / norm2, the output
+    norms norm1_out / norm2_out. "reordered" is OLMo 2's block (Hugging Face's Olmo2DecoderLayer: the attention
+    output goes through post_attention_layernorm, the MLP output through post_feedforward_layernorm, then each is
+    added to the stream; the sub-layers read the raw stream). The OLMo 2 paper (arXiv 2501.00656) calls this the
+    "reordered norm"; some write-ups call it "Post-Norm", which is not the Post-LN of the row above.
     """
 
     def __init__(self, cfg: GPTConfig):
@@ -91,6 +107,8 @@ class Block(nn.Module):
         self.placement = cfg.placement
         self.norm1, self.attn = make_norm(cfg), CausalSelfAttention(cfg)
         self.norm2, self.mlp = make_norm(cfg), MLP(cfg)
+        if cfg.placement == "peri":
+            self.norm1_out, self.norm2_out = make_norm(cfg), make_norm(cfg)
 
     def forward(self, x):
         if self.placement == "pre":
@@ -99,7 +117,10 @@ class Block(nn.Module):
         elif self.placement == "post":
             x = self.norm1(x + self.attn(x))
             x = self.norm2(x + self.mlp(x))
-        else:  # peri
+        elif self.placement == "peri":
+            x = x + self.norm1_out(self.attn(self.norm1(x)))
+            x = x + self.norm2_out(self.mlp(self.norm2(x)))
+        else:  # reordered
             x = x + self.norm1(self.attn(x))
             x = x + self.norm2(self.mlp(x))
         return x
@@ -111,7 +132,7 @@ class TinyGPT(nn.Module):
         self.cfg = cfg
         self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
-        # Post-LN's last block already ends in a norm; pre and peri leave the stream unnormalized.
+        # Post-LN's last block already ends in a norm; the other placements leave the stream unnormalized.
         self.norm_f = make_norm(cfg) if cfg.placement != "post" else nn.Identity()
         self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         self.apply(self._init)
@@ -152,6 +173,6 @@ def parameter_count(cfg: GPTConfig) -> int:
     elif cfg.qk_norm == "full":
         attention += h * d_head + kv * d_head
     mlp = 2 * d * cfg.mlp_ratio * d
-    block = 2 * norm + attention + mlp
+    block = (4 if cfg.placement == "peri" else 2) * norm + attention + mlp
     final_norm = 0 if cfg.placement == "post" else norm
     return cfg.vocab_size * d + cfg.n_layer * block + final_norm + d * cfg.vocab_size

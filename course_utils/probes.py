@@ -15,6 +15,9 @@ outside a `with` block is exactly the plain model: no hook, no flag checked, not
         model(x)
     attn.max_logit, attn.entropy                 # per layer: max |q·k|/√d over heads, mean entropy (nats)
 
+`stream_gradient_profile(model, x, y)` measures the other gradient, that of the loss with respect to the
+residual stream after each block, ‖∂L/∂x_l‖ (L2 over the whole batch).
+
 `block_grad_norms(model)` reads the same per-block gradient norms straight from `.grad` after a
 backward pass (no hooks); the tests check both against torch.autograd.grad.
 """
@@ -32,6 +35,7 @@ __all__ = [
     "HiddenNormProbe",
     "AttentionProbe",
     "gradient_profile",
+    "stream_gradient_profile",
     "hidden_norm_profile",
 ]
 
@@ -199,6 +203,29 @@ def gradient_profile(model, x: torch.Tensor, y: torch.Tensor, part: str | None =
         for p, grad in zip(params, saved):
             p.grad = grad
     return probe.norms
+
+
+def stream_gradient_profile(model, x: torch.Tensor, y: torch.Tensor) -> list:
+    """‖∂L/∂x_l‖ for the residual stream x_l after each block l (1-based), on one batch.
+
+    Forward hooks keep each block's output; torch.autograd.grad then differentiates the loss with respect to
+    those outputs only, so the parameters' `.grad` is left as it was. The hooks are removed before returning.
+    """
+    from .model import lm_loss
+
+    outputs: list = []
+
+    def keep(_module, _inputs, output):
+        outputs.append(output)
+
+    handles = [block.register_forward_hook(keep) for block in _blocks(model)]
+    try:
+        loss = lm_loss(model(x), y)
+    finally:
+        for handle in handles:
+            handle.remove()
+    grads = torch.autograd.grad(loss, outputs)
+    return [float(g.detach().float().norm()) for g in grads]
 
 
 @torch.no_grad()

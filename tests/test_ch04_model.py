@@ -1,6 +1,6 @@
 """Chapter 04's model claims, checked against hand-written math (complements test_model_core.py).
 
-* each placement (pre / post / peri) computes exactly its equation: a forward written out by hand
+* each placement (pre / post / peri / reordered) computes exactly its equation: a forward written out by hand
   from the same weights (LayerNorm, RoPE, causal softmax attention, GELU MLP) gives the same output;
 * the probes agree with torch.autograd, and leave nothing behind when they are off;
 * the synthetic corpus is deterministic and has the structure that makes attention necessary;
@@ -18,7 +18,14 @@ import torch.nn.functional as F
 
 from course_utils.data import VOCABULARY, Corpus, make_text
 from course_utils.model import GPTConfig, TinyGPT, lm_loss, parameter_count
-from course_utils.probes import AttentionProbe, GradNormProbe, block_grad_norms, gradient_profile, hidden_norm_profile
+from course_utils.probes import (
+    AttentionProbe,
+    GradNormProbe,
+    block_grad_norms,
+    gradient_profile,
+    hidden_norm_profile,
+    stream_gradient_profile,
+)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -72,7 +79,13 @@ def hand_block(x, block, placement, kind):
     if placement == "post":  # Norm(x + F(x))
         x = n1(x + attn(x))
         return n2(x + mlp(x))
-    x = x + n1(attn(x))  # peri: x + Norm(F(x))
+    if placement == "peri":  # x + Norm_out(F(Norm_in(x))): Gemma 2 / Peri-LN, four norms per block
+        o1 = lambda t: hand_norm(t, block.norm1_out, kind)
+        o2 = lambda t: hand_norm(t, block.norm2_out, kind)
+        x = x + o1(attn(n1(x)))
+        return x + o2(mlp(n2(x)))
+    assert placement == "reordered"
+    x = x + n1(attn(x))  # reordered (OLMo 2): x + Norm(F(x)), the sub-layer reads the raw stream
     return x + n2(mlp(x))
 
 
@@ -85,7 +98,7 @@ def randomize_norms(model, generator):
 
 
 @pytest.mark.parametrize("norm", ["layernorm", "rmsnorm"])
-@pytest.mark.parametrize("placement", ["pre", "post", "peri"])
+@pytest.mark.parametrize("placement", ["pre", "post", "peri", "reordered"])
 @pytest.mark.parametrize("norm_impl", ["torch", "course"])
 def test_each_placement_computes_its_equation(placement, norm, norm_impl):
     g = torch.Generator().manual_seed(1)
@@ -120,18 +133,35 @@ def test_each_placement_computes_its_equation(placement, norm, norm_impl):
 
 
 def test_the_placements_really_differ():
-    """The three equations give three different functions of the same weights (a switch that does nothing fails)."""
+    """The four equations give four different functions of the same weights (a switch that does nothing fails)."""
     torch.manual_seed(0)
     base = TinyGPT(GPTConfig(vocab_size=30, block_size=8, n_layer=2, placement="pre"))
     idx = torch.randint(0, 30, (2, 8))
     outs = {}
-    for placement in ("pre", "post", "peri"):
+    placements = ("pre", "post", "peri", "reordered")
+    for placement in placements:
         model = TinyGPT(GPTConfig(vocab_size=30, block_size=8, n_layer=2, placement=placement))
         model.load_state_dict(base.state_dict(), strict=False)
         outs[placement] = model(idx)
-    assert not torch.allclose(outs["pre"], outs["post"], atol=1e-4)
-    assert not torch.allclose(outs["pre"], outs["peri"], atol=1e-4)
-    assert not torch.allclose(outs["post"], outs["peri"], atol=1e-4)
+    for i, a in enumerate(placements):
+        for b in placements[i + 1 :]:
+            assert not torch.allclose(outs[a], outs[b], atol=1e-4), (a, b)
+
+
+def test_peri_has_four_norms_per_block_and_the_others_keep_their_state_dict():
+    """Peri-LN (Gemma 2) adds an output norm to each sub-layer; every other placement keeps the names it had."""
+    names = {
+        p: {
+            k.removeprefix("blocks.0.")
+            for k in TinyGPT(GPTConfig(n_layer=1, placement=p)).state_dict()
+            if "blocks.0." in k
+        }
+        for p in ("pre", "post", "peri", "reordered")
+    }
+    norms = {p: sorted({k.split(".")[0] for k in keys if "norm" in k}) for p, keys in names.items()}
+    assert norms["peri"] == ["norm1", "norm1_out", "norm2", "norm2_out"]
+    assert norms["pre"] == norms["post"] == norms["reordered"] == ["norm1", "norm2"]
+    assert names["pre"] == names["post"] == names["reordered"]
 
 
 def test_post_ln_stream_is_normalized_and_pre_ln_stream_is_not():
@@ -167,7 +197,7 @@ def _autograd_block_norms(model, x, y, part=None):
     return result
 
 
-@pytest.mark.parametrize("placement", ["pre", "post", "peri"])
+@pytest.mark.parametrize("placement", ["pre", "post", "peri", "reordered"])
 @pytest.mark.parametrize("part", [None, "mlp.down", "attn"])
 def test_gradient_probes_match_autograd(placement, part):
     model, x, y = _model_and_batch(placement)
@@ -179,6 +209,22 @@ def test_gradient_probes_match_autograd(placement, part):
     model.zero_grad()
     lm_loss(model(x), y).backward()
     assert block_grad_norms(model, part) == pytest.approx(want, rel=1e-4)
+
+
+@pytest.mark.parametrize("placement", ["pre", "post", "peri"])
+def test_stream_gradient_profile_matches_a_manual_backward(placement):
+    model, x, y = _model_and_batch(placement)
+    h, outputs = model.embed(x), []
+    for block in model.blocks:
+        h = block(h)
+        h.retain_grad()
+        outputs.append(h)
+    lm_loss(model.lm_head(model.norm_f(h)), y).backward()
+    want = [float(o.grad.norm()) for o in outputs]
+    model.zero_grad(set_to_none=True)
+    assert stream_gradient_profile(model, x, y) == pytest.approx(want, rel=1e-5)
+    assert all(p.grad is None for p in model.parameters())  # nothing left in .grad
+    assert all(not b._forward_hooks for b in model.blocks)
 
 
 def test_gradient_profile_leaves_existing_gradients_untouched():

@@ -13,7 +13,7 @@ from course_utils.model import GPTConfig, TinyGPT, lm_loss, parameter_count
 CONFIGS = [
     GPTConfig(norm=n, placement=p, qk_norm=q, n_kv_head=kv, n_layer=2, vocab_size=40, block_size=16)
     for n, p, q, kv in itertools.product(
-        ("layernorm", "rmsnorm"), ("pre", "post", "peri"), (None, "head", "full"), (None, 2)
+        ("layernorm", "rmsnorm"), ("pre", "post", "peri", "reordered"), (None, "head", "full"), (None, 2)
     )
 ]
 

@@ -233,7 +233,8 @@ def _post(x, p):
     return norm(x + mlp(x, p), p, "norm2")
 
 
-def _peri(x, p):
+def _reordered(x, p):
+    """OLMo 2's reordered norm, x + norm(F(x)): the sub-layer reads the raw stream, its output is normalized."""
     x = x + norm(attention(x, p), p, "norm1")
     return x + norm(mlp(x, p), p, "norm2")
 
@@ -293,8 +294,8 @@ PRE_LN_CHECK = FunctionCheck(
     hint=_PRE_HINT,
     mistakes={
         "your output matches the Post-LN block (norm of the sum). " + _PRE_HINT: _wrong(_post),
-        "your output matches the Peri-LN block, x + norm(F(x)): the norm sits after the sub-layer. "
-        + _PRE_HINT: _wrong(_peri),
+        "your output matches OLMo 2's reordered-norm block, x + norm(F(x)): the norm sits after the sub-layer. "
+        + _PRE_HINT: _wrong(_reordered),
         "your output has no residual connection: keep x and add the sub-layer's output to it, x = x + ....": _wrong(
             _pre_no_residual
         ),
@@ -317,8 +318,8 @@ POST_LN_CHECK = FunctionCheck(
     mistakes={
         "your output matches the Pre-LN block (norm before the sub-layer, sum left unnormalized). "
         + _POST_HINT: _wrong(_pre),
-        "your output matches the Peri-LN block, x + norm(F(x)): the sum itself must be normalized. "
-        + _POST_HINT: _wrong(_peri),
+        "your output matches OLMo 2's reordered-norm block, x + norm(F(x)): the sum itself must be normalized. "
+        + _POST_HINT: _wrong(_reordered),
         "your output matches normalizing before adding (norm(x) + F(norm(x))). Post-LN adds first, then "
         "normalizes the sum: norm(x + F(x)).": _wrong(_post_norm_before),
         "your output matches using norm2 after attention and norm1 after the MLP: norm1 belongs to "
@@ -352,7 +353,7 @@ def _grad_cases(g: torch.Generator) -> list:
     specs = [
         ("Pre-LN, 4 blocks", "pre", 4, (4, 16)),
         ("Post-LN, 4 blocks", "post", 4, (4, 16)),
-        ("Peri-LN, 3 blocks", "peri", 3, (2, 24)),
+        ("Peri-LN (a norm before and after each sub-layer), 3 blocks", "peri", 3, (2, 24)),
         ("Pre-LN, 6 blocks, one sequence", "pre", 6, (1, 32)),
     ]
     cases = []
@@ -446,22 +447,23 @@ def check_layer_grad_norms(fn, seed: int = 0) -> CheckReport:
 WARMUP_QUESTION = MultipleChoice(
     id="ex04.warmup",
     prompt="Xiong et al. (2020, arXiv 2002.04745) train Pre-LN transformers without the learning-rate warmup "
-    "that Post-LN transformers need. What is their explanation?",
+    "that Post-LN transformers need. What is their explanation, and when does it apply?",
     choices={
         "a": "Pre-LN has fewer parameters, so each update moves the model less.",
-        "b": "In Post-LN every residual sum passes through a norm, and at initialization the gradients of the "
-        "layers near the output are large; a full learning rate at the first steps makes updates that "
-        "are too big. In Pre-LN the identity path reaches every layer untouched and the gradients are "
-        "well scaled from the start (the top layers' gradient even shrinks like 1/√L).",
+        "b": "In Post-LN every residual sum passes through a norm. With the initialization they analyse (Xavier, "
+        "weights of size about 1/√d), Post-LN's gradients grow toward the output, so the layers near the output "
+        "get the largest gradients and full-size first steps are too big for them. In Pre-LN the identity path "
+        "reaches every layer untouched and the top layers' gradient shrinks like 1/√L. With much smaller weights "
+        "(GPT-2's 0.02) Post-LN's gradients are flat and small, and the argument does not apply.",
         "c": "Pre-LN normalizes the gradients themselves, so it behaves like gradient clipping.",
         "d": "Pre-LN uses RMSNorm, which is more stable than LayerNorm.",
     },
     answer="b",
-    explanation="the norm on the residual path is the difference. Post-LN's output-side gradients are large "
-    "at initialization and independent of depth, so early updates at a full learning rate are too "
-    "big and warmup keeps them small until Adam's statistics settle; Pre-LN keeps an unnormalized "
-    "identity path, its gradients are smaller (about 1/√L at the top) and it can start at the full "
-    "rate.",
+    explanation="the norm on the residual path is the difference, and the initialization decides whether it "
+    "matters. Chapter 04 measured both sides: with init std 1/√d, Post-LN's gradient grows toward the output, "
+    "and at lr 3e-3 Post-LN failed without warmup and trained with it; with GPT-2's std 0.02, Post-LN's "
+    "gradients were flat and smaller than Pre-LN's at every block, so there are no large output-side gradients "
+    "for warmup to tame.",
     wrong_hints={
         "a": "Pre-LN and Post-LN have the same parameters, apart from one final norm (ln_f) that Pre-LN adds.",
         "c": "no norm touches the gradients directly; the norm's position changes how gradients flow back "

@@ -26,8 +26,8 @@ def pre_ln_is_post_ln(x, params):
     return norm(x + mlp(x, params), params, "norm2")
 
 
-def pre_ln_is_peri_ln(x, params):
-    """Normalizes the sub-layer's output, x + norm(F(x)), instead of its input."""
+def pre_ln_is_reordered_norm(x, params):
+    """OLMo 2's reordered norm: normalizes the sub-layer's output, x + norm(F(x)), instead of its input."""
     x = x + norm(attention(x, params), params, "norm1")
     return x + norm(mlp(x, params), params, "norm2")
 
@@ -91,8 +91,8 @@ def post_ln_is_pre_ln(x, params):
     return x + mlp(norm(x, params, "norm2"), params)
 
 
-def post_ln_is_peri_ln(x, params):
-    """Normalizes the sub-layer's output, x + norm(F(x)), instead of the sum."""
+def post_ln_is_reordered_norm(x, params):
+    """OLMo 2's reordered norm: normalizes the sub-layer's output, x + norm(F(x)), instead of the sum."""
     x = x + norm(attention(x, params), params, "norm1")
     return x + norm(mlp(x, params), params, "norm2")
 
@@ -269,7 +269,7 @@ CORRECT = {
 MUTANTS = {
     "pre_ln_block": [
         pre_ln_is_post_ln,
-        pre_ln_is_peri_ln,
+        pre_ln_is_reordered_norm,
         pre_ln_no_residual,
         pre_ln_normalizes_the_stream,
         pre_ln_swapped_norms,
@@ -280,7 +280,7 @@ MUTANTS = {
     ],
     "post_ln_block": [
         post_ln_is_pre_ln,
-        post_ln_is_peri_ln,
+        post_ln_is_reordered_norm,
         post_ln_norm_before_adding,
         post_ln_swapped_norms,
         post_ln_no_residual,
