@@ -8,7 +8,8 @@
 Every run starts from the same initial weights (for a given variant and seed) and sees the same batches in
 the same order; only the learning rate and the attention variant differ. Each run records its loss curve,
 and every `record_every` steps the largest |attention logit| (before any softcap) and the mean attention
-entropy over all layers and heads.
+entropy over all layers and heads; with per-head QK-Norm also the largest |gain| of the q and k norms and
+the bound they allow, sqrt(d_head) * max|g_q| * max|g_k| (`course_utils.attention.qk_norm_bound`).
 
 The variants (`VARIANTS`):
 
@@ -43,6 +44,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 import torch
 
+from .attention import qk_norm_bound
 from .data import Corpus
 from .env import pick_device
 from .model import GPTConfig, TinyGPT
@@ -187,6 +189,10 @@ class RunRecord:
     probe_steps: list = field(default_factory=list)
     max_logit: list = field(default_factory=list)  # per probe step: max over layers and heads
     entropy: list = field(default_factory=list)  # per probe step: mean over layers, heads and rows (nats)
+    # per-head QK-Norm only (empty otherwise), per probe step, read with the weights that step's forward used:
+    gain_q: list = field(default_factory=list)  # max over layers of max|g_q|
+    gain_k: list = field(default_factory=list)  # max over layers of max|g_k|
+    qk_bound: list = field(default_factory=list)  # max over layers of sqrt(d_head) * max|g_q| * max|g_k|
     tokens: int = 0  # tokens trained on
     seconds: float = 0.0  # wall time of the run (varies by machine: never printed in a stored output)
 
@@ -420,6 +426,29 @@ def _threads(n: int | None, device: torch.device):
         torch.set_num_threads(before)
 
 
+class _GainProbe:
+    """Reads the q/k norm gains of per-head QK-Norm layers at the training loop's probe steps.
+
+    Called after the backward pass and before the optimizer step, it sees the gains the step's forward pass
+    used, so its bound belongs to the max logit that the same step recorded.
+    """
+
+    def __init__(self, model, cfg: TrainConfig):
+        layers = model.attention_layers() if hasattr(model, "attention_layers") else []
+        self.layers = [a for a in layers if getattr(a, "qk_norm", None) == "head"]
+        self.every, self.last = cfg.record_every, cfg.steps - 1
+        self.gain_q, self.gain_k, self.bound = [], [], []
+
+    def __call__(self, step: int) -> None:
+        if not self.layers or not self.every or not (step % self.every == 0 or step == self.last):
+            return
+        gq = [float(a.q_norm.weight.detach().abs().max()) for a in self.layers]
+        gk = [float(a.k_norm.weight.detach().abs().max()) for a in self.layers]
+        self.gain_q.append(max(gq))
+        self.gain_k.append(max(gk))
+        self.bound.append(max(qk_norm_bound(a.d_head, a.q_norm.weight, a.k_norm.weight) for a in self.layers))
+
+
 def _run_one(preset: Preset, variant: str, lr: float, seed: int, device: torch.device, steps, progress) -> RunRecord:
     model_cfg, train_cfg, corpus = build_run(preset, variant, lr, seed, steps)
     torch.manual_seed(seed)  # the same initial weights for every learning rate
@@ -433,16 +462,15 @@ def _run_one(preset: Preset, variant: str, lr: float, seed: int, device: torch.d
     )
     initial = evaluate(model, corpus, **eval_kw)
     bar = ProgressBar(train_cfg.steps, f"{variant:>15s} lr {lr:<6g}") if progress else None
+    gains = _GainProbe(model, train_cfg)
     start = time.perf_counter()
-    history = train(
-        model,
-        corpus,
-        train_cfg,
-        label=variant,
-        device=device,
-        progress=False,
-        callback=(lambda step, m, loss: bar.update()) if bar else None,
-    )
+
+    def callback(step, m, loss):  # after the backward pass, before the optimizer step
+        gains(step)
+        if bar:
+            bar.update()
+
+    history = train(model, corpus, train_cfg, label=variant, device=device, progress=False, callback=callback)
     final = math.inf if history.diverged else evaluate(model, corpus, **eval_kw)
     seconds = time.perf_counter() - start
     if not math.isfinite(final):
@@ -461,6 +489,9 @@ def _run_one(preset: Preset, variant: str, lr: float, seed: int, device: torch.d
         probe_steps=history.probe_steps,
         max_logit=max_logit,
         entropy=history.entropy,
+        gain_q=gains.gain_q,
+        gain_k=gains.gain_k,
+        qk_bound=gains.bound,
         tokens=len(history.losses) * train_cfg.batch_size * train_cfg.block_size,
         seconds=seconds,
     )

@@ -189,6 +189,57 @@ def test_a_short_sweep_is_deterministic_restores_threads_and_shows_progress(caps
     assert rec.tokens == 12 * 8 * 64 and math.isfinite(rec.final_loss) and rec.initial_loss > 4.0
 
 
+def test_the_sweep_logs_the_qk_gains_and_their_bound_at_every_probe():
+    r = stability_sweep([0.3], variants=("baseline", "qk_norm", "qk_norm+softcap"), steps=21, progress=False)
+    assert r.get("baseline", 0.3).gain_q == [] and r.get("baseline", 0.3).qk_bound == []
+    for variant in ("qk_norm", "qk_norm+softcap"):
+        rec = r.get(variant, 0.3)
+        assert rec.probe_steps == [0, 10, 20]
+        assert len(rec.gain_q) == len(rec.gain_k) == len(rec.qk_bound) == len(rec.max_logit) == 3
+        # read before the optimizer step, with the weights the probed forward pass used: unit gains at step 0
+        assert rec.gain_q[0] == rec.gain_k[0] == 1.0 and rec.qk_bound[0] == 4.0
+        assert all(m <= b * (1 + 1e-5) for m, b in zip(rec.max_logit, rec.qk_bound))
+        assert all(b <= 4.0 * q * k * (1 + 1e-6) for b, q, k in zip(rec.qk_bound, rec.gain_q, rec.gain_k))
+        assert rec.gain_q[-1] > 1.0 and rec.gain_k[-1] > 1.0  # the gains moved
+        assert "qk_bound" in rec.as_dict()
+
+
+def test_norm_before_rope_keeps_scores_relative_and_a_gain_after_rope_breaks_it():
+    from course_utils.attention import RotaryEmbedding
+
+    torch.manual_seed(0)
+    rope = RotaryEmbedding(16, 64)
+
+    def rms(v):
+        return v / v.pow(2).mean(-1, keepdim=True).sqrt()
+
+    def scores(order, gain, pairs):
+        a, b = torch.randn(16, generator=torch.Generator().manual_seed(1)), torch.randn(16)
+        if order == "norm_then_rope":
+            q, k = rope(rms(a.expand(64, 16)) * gain), rope(rms(b.expand(64, 16)) * gain)
+        else:
+            q, k = rms(rope(a.expand(64, 16))) * gain, rms(rope(b.expand(64, 16))) * gain
+        return torch.stack([q[m] @ k[n] for m, n in pairs])
+
+    same_offset = [(5, 0), (20, 15), (40, 35), (63, 58)]
+    unequal, half = torch.rand(16) * 2 + 0.5, torch.rand(8) + 0.5
+    for gain in (torch.ones(16), unequal, torch.cat([half, half])):
+        s = scores("norm_then_rope", gain, same_offset)
+        assert (s - s[0]).abs().max() < 1e-4
+    paired = scores("rope_then_norm", torch.cat([half, half]), same_offset)
+    assert (paired - paired[0]).abs().max() < 1e-4  # equal gains within each rotated pair commute with RoPE
+    broken = scores("rope_then_norm", unequal, same_offset)
+    assert (broken - broken[0]).abs().max() > 0.1
+
+
+def test_a_pre_ln_block_reads_q_and_k_from_the_normalized_stream():
+    block = TinyGPT(GPTConfig(d_model=64, n_head=4, block_size=16)).blocks[0]
+    x = torch.randn(2, 16, 64)
+    with torch.no_grad():
+        q, q_big = block.attn.q_proj(block.norm1(x)), block.attn.q_proj(block.norm1(1e3 * x))
+    assert torch.allclose(q, q_big, rtol=1e-4, atol=1e-5)
+
+
 def test_an_absurd_learning_rate_is_a_diverged_verdict():
     r = stability_sweep([1e3], variants=("baseline",), steps=25, progress=False)
     rec = r[0]
@@ -206,6 +257,9 @@ def test_quick_preset_shows_the_mechanism_within_200_steps():
     assert base.max_attn_logit >= 100 * qk.max_attn_logit
     assert qk.max_attn_logit < 1000 and qk.final_loss < base.final_loss
     assert base.final_entropy < 0.1 < qk.final_entropy
+    assert all(m <= b * (1 + 1e-4) for m, b in zip(qk.max_logit, qk.qk_bound))  # the gains' bound, every probe
+    assert min(max(qk.gain_q), max(qk.gain_k)) > 3  # the gains grew several-fold: not slowly
+    assert qk.max_logit[0] > 10 * base.max_logit[0]  # the step-0 offset: unit-RMS q, k vs init-0.02 projections
 
 
 # ----------------------------------------------------------------------------------------------------

@@ -386,18 +386,19 @@ CURVE_QUESTION = MultipleChoice(
     choices={
         "a": "Both models' largest logit grows at the same rate; QK-Norm only changes the loss.",
         "b": "At lr 0.3 the baseline's largest logit grows by orders of magnitude within the first few dozen "
-        "steps, while QK-Norm's stays in the tens, limited by its slowly growing gains.",
+        "steps, while QK-Norm's stays in the tens: it can grow only as far as its learned gains allow.",
         "c": "With QK-Norm the largest logit stays exactly at sqrt(d_head) = 4 for the whole run.",
         "d": "The largest logit shrinks during training because of the learning-rate warmup.",
     },
     answer="b",
-    explanation="without the norm the logit multiplies the growth of W_q, W_k and the activations; with it, "
-    "|s| <= sqrt(d_head) * max|g_q| * max|g_k|, and the gains move by about one learning rate per "
-    "step.",
+    explanation="without the norm the logit multiplies the growth of W_q, W_k and the gain of the norm before "
+    "attention; with it, |s| <= sqrt(d_head) * max|g_q| * max|g_k|. The gains are not slow (at lr 0.3 one Adam "
+    "step can move a gain of 1 by 30 %, and in chapter 05's sweep they grew several-fold), but the logit can "
+    "never pass the bound they set.",
     wrong_hints={
         "a": "plot them on a log axis: one curve ends around 10^5 or more, the other in the tens.",
         "c": "sqrt(d_head) is the bound for *unit* gains; the gains are learned, so QK-Norm's logits do grow, "
-        "slowly (look at the blue curve).",
+        "as far as the gains allow (look at the blue curve).",
         "d": "warmup only lowers the learning rate during the first steps; both curves rise.",
     },
 )
