@@ -28,28 +28,36 @@ def widget_bundle(widget, fallback: str) -> dict:
     }
 
 
-def live_figure(draw: Callable, controls: dict, describe: Callable | None = None, layout=None):
+def live_figure(draw: Callable, controls: dict, describe: Callable | None = None, layout=None, alt=None):
     """Show draw(**values) now, and redraw it whenever one of the `controls` (ipywidgets) changes.
 
     draw(**values) returns a matplotlib Figure; describe(**values), if given, returns a Markdown
-    readout shown under the figure and updated with it. Returns the controls' container widget.
+    readout shown under the figure and updated with it. The figure's alt text is alt(**values) when
+    `alt` is given, else the readout. Returns the controls' container widget.
     """
     import ipywidgets as w
     import matplotlib.pyplot as plt
     from IPython.display import Markdown, display
 
+    from .figures import figure_bundle
+
     def values():
         return {name: c.value for name, c in controls.items()}
 
-    fig = draw(**values())
-    fig_handle = display(fig, display_id=True)
-    plt.close(fig)
+    def bundle():
+        fig = draw(**values())
+        try:
+            return figure_bundle(fig, (alt or describe)(**values()))
+        finally:
+            plt.close(fig)
+
+    data, metadata = bundle()
+    fig_handle = display(data, metadata=metadata, raw=True, display_id=True)
     text_handle = display(Markdown(describe(**values())), display_id=True) if describe else None
 
     def redraw(_change=None):
-        new = draw(**values())
-        fig_handle.update(new)
-        plt.close(new)
+        data, metadata = bundle()
+        fig_handle.update(data, metadata=metadata, raw=True)
         if text_handle is not None:
             text_handle.update(Markdown(describe(**values())))
 

@@ -44,7 +44,8 @@ def test_notebook_hygiene(path):
             assert not MACHINE_PATH.search(output_text(out)), f"cell {i} shows a machine-specific path"
             assert "application/vnd.jupyter.widget-view+json" not in out.get("data", {}), f"cell {i} stores a widget id"
         lines = cell.source.rstrip().splitlines()
-        assert not ("plt." in cell.source and lines and lines[-1].endswith(";")), f"cell {i}: end plots with plt.show()"
+        ends_in_semicolon = "plt." in cell.source and lines and lines[-1].endswith(";")
+        assert not ends_in_semicolon, f"cell {i}: show plots with course_utils.figures.show(fig, alt=...)"
     assert counts == list(range(1, len(counts) + 1)), "execution counts must be 1..N: run `make execute`"
     assert path.stat().st_size < 2_000_000
     assert "widgets" not in nb.metadata
@@ -54,6 +55,26 @@ def test_notebook_hygiene(path):
 def test_chapters_exist_in_order():
     names = [p.name for p in sorted((ROOT / "chapters").glob("*.ipynb"))]
     assert names[:2] == ["00_welcome.ipynb", "01_layernorm_by_hand.ipynb"]
+
+
+PREDICT = "**Predict, then run.**"
+TAKEAWAYS = "## Key takeaways"
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "chapters").glob("0[1-9]_*.ipynb")), ids=lambda p: p.stem)
+def test_a_chapter_asks_for_predictions_and_ends_with_its_takeaways(path):
+    """Predict-then-run prompts before key cells, and a takeaways cell near the end (issue 13)."""
+    cells = nbtools.read(path).cells
+    prompts = [i for i, c in enumerate(cells) if c.cell_type == "markdown" and c.source.startswith(PREDICT)]
+    assert len(prompts) >= 2, f"at least two cells starting with {PREDICT}"
+    for i in prompts:
+        assert "?" in cells[i].source, f"cell {i}: a prediction prompt asks a question"
+        assert i + 1 < len(cells) and cells[i + 1].cell_type == "code", f"cell {i}: the next cell computes the answer"
+    takeaways = [i for i, c in enumerate(cells) if c.cell_type == "markdown" and c.source.startswith(TAKEAWAYS)]
+    assert len(takeaways) == 1, "one '## Key takeaways' cell"
+    bullets = [line for line in cells[takeaways[0]].source.splitlines() if line.lstrip().startswith(("- ", "* "))]
+    assert 3 <= len(bullets) <= 8
+    assert len(cells) - takeaways[0] <= 4, "the takeaways close the chapter (only the quiz and the links may follow)"
 
 
 def nbval(paths, cwd):

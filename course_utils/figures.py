@@ -1,0 +1,110 @@
+"""Figures a training room can read, and that say something without being seen.
+
+Every figure in the course is shown with `show(fig, alt=...)` instead of `plt.show()`. It does three things:
+
+1. It refuses a figure that a room cannot read from the back row: text smaller than `MIN_FONT_PT`
+   (10 pt), or a data axis without a label. The error names what is wrong, so the notebook that made
+   the figure fails to execute (and `make test` fails) until it is fixed.
+2. It displays the PNG with alt text: `alt` becomes the image's `alt` metadata (the key that
+   `IPython.display.Image(alt=...)` writes) and its `text/plain` representation, in place of
+   matplotlib's "<Figure size 640x480 with 1 Axes>". A screen reader, a text-only rendering and nbval's
+   comparison of stored outputs all see a sentence that says what the figure shows.
+3. It closes the figure, so the inline backend does not show it a second time.
+
+Importing this module sets the course's font sizes (`STYLE`), which are all at least 10 pt.
+"""
+
+from __future__ import annotations
+
+import matplotlib
+from matplotlib.text import Text
+
+__all__ = ["MIN_FONT_PT", "STYLE", "figure_bundle", "figure_problems", "show", "use_course_style"]
+
+MIN_FONT_PT = 10.0
+
+STYLE = {
+    "font.size": 11,
+    "axes.titlesize": 12,
+    "axes.labelsize": 11,
+    "xtick.labelsize": 10,
+    "ytick.labelsize": 10,
+    "legend.fontsize": 10,
+    "legend.title_fontsize": 10,
+    "figure.titlesize": 13,
+}
+
+
+def use_course_style() -> None:
+    """Set matplotlib's default font sizes to the course's (every one at least MIN_FONT_PT)."""
+    matplotlib.rcParams.update(STYLE)
+
+
+use_course_style()
+
+
+def _is_data_axes(ax) -> bool:
+    """An axes that plots data on visible axes (not a drawing with its axes switched off, not a colorbar)."""
+    if not ax.axison or not ax.get_visible() or hasattr(ax, "_colorbar"):
+        return False
+    return bool(ax.lines or ax.collections or ax.images or ax.patches or ax.containers)
+
+
+def figure_problems(fig) -> list[str]:
+    """What would make `fig` hard to read in a room: small text, and data axes without labels."""
+    problems = []
+    fig.canvas.draw()  # lay out tick labels and legends, so that every text has its final size
+    small = {}
+    for text in fig.findobj(Text):
+        if text.get_visible() and text.get_text().strip() and text.get_fontsize() < MIN_FONT_PT - 1e-9:
+            small.setdefault(round(text.get_fontsize(), 1), []).append(text.get_text().strip()[:30])
+    for size, texts in sorted(small.items()):
+        problems.append(f"{len(texts)} text(s) at {size:g} pt, below {MIN_FONT_PT:g} pt: {texts[:3]}")
+    for i, ax in enumerate(fig.axes):
+        if not _is_data_axes(ax):
+            continue
+        name = f"axes {i}" + (f" ({ax.get_title()!r})" if ax.get_title() else "")
+        if not ax.get_xlabel().strip() and not _shares_label(ax, "x"):
+            problems.append(f"{name} has no x-axis label")
+        if not ax.get_ylabel().strip() and not _shares_label(ax, "y"):
+            problems.append(f"{name} has no y-axis label")
+    return problems
+
+
+def _shares_label(ax, which: str) -> bool:
+    """True when `ax` shares this axis with a labelled axes of the same row/column, or the figure labels it."""
+    fig = ax.figure
+    sup = getattr(fig, "_supxlabel" if which == "x" else "_supylabel", None)
+    if sup is not None and sup.get_text().strip():
+        return True
+    group = ax.get_shared_x_axes() if which == "x" else ax.get_shared_y_axes()
+    for other in group.get_siblings(ax):
+        if other is not ax and (other.get_xlabel() if which == "x" else other.get_ylabel()).strip():
+            return True
+    return False
+
+
+def figure_bundle(fig, alt: str) -> tuple[dict, dict]:
+    """(data, metadata) of a display_data output: the PNG, and `alt` as its alt text and plain text."""
+    from IPython.core.pylabtools import print_figure
+
+    alt = " ".join(alt.split())
+    if not alt:
+        raise ValueError("give the figure alt text: one or two sentences that say what it shows")
+    problems = figure_problems(fig)
+    if problems:
+        raise ValueError("this figure is hard to read in a room:\n  - " + "\n  - ".join(problems))
+    png = print_figure(fig, fmt="png", bbox_inches="tight", base64=True)
+    return {"image/png": png, "text/plain": f"[Figure: {alt}]"}, {"image/png": {"alt": alt}}
+
+
+def show(fig, alt: str, display_id: bool = False):
+    """Check `fig`, display it with alt text, close it. Returns the display handle when display_id=True."""
+    import matplotlib.pyplot as plt
+    from IPython.display import display
+
+    try:
+        data, metadata = figure_bundle(fig, alt)
+    finally:
+        plt.close(fig)
+    return display(data, metadata=metadata, raw=True, display_id=display_id or None)

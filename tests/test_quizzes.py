@@ -1,0 +1,112 @@
+"""Check questions that make a learner think: balanced options, and a reason for every option.
+
+A quiz whose right answer is the longest option can be passed without reading the chapter (in the first
+version of the course, 20 of the 23 chapter questions were such). These tests read every question the
+course asks: the chapters' end-of-chapter questions (parsed from the notebooks' code, without running it)
+and the exercises' graded questions (the MultipleChoice objects in course_utils.checks).
+"""
+
+import ast
+import importlib
+import pkgutil
+from collections import Counter
+
+import nbformat
+import pytest
+
+import course_utils.checks
+from course_utils.checks import MultipleChoice
+
+from conftest import ROOT
+
+MAX_SHARE_LONGEST = 0.40  # the right answer may be the longest option in at most this share of questions
+MIN_REASON_CHARS = 40  # a reason that teaches is a sentence, not "wrong" or "no"
+
+
+def chapter_questions(path):
+    """The MultipleChoice(...) calls in a notebook's code cells, built from their literal arguments."""
+    questions = []
+    for cell in nbformat.read(path, as_version=4).cells:
+        if cell.cell_type != "code" or "MultipleChoice(" not in cell.source:
+            continue
+        for node in ast.walk(ast.parse(cell.source)):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "MultipleChoice":
+                args = [ast.literal_eval(a) for a in node.args]
+                kwargs = {k.arg: ast.literal_eval(k.value) for k in node.keywords}
+                questions.append(MultipleChoice(*args, **kwargs))
+    return questions
+
+
+def exercise_questions():
+    found = {}
+    for info in pkgutil.iter_modules(course_utils.checks.__path__):
+        module = importlib.import_module(f"course_utils.checks.{info.name}")
+        for value in vars(module).values():
+            items = value if isinstance(value, list | tuple) else [value]
+            for q in items:
+                if isinstance(q, MultipleChoice):
+                    found[q.id] = q
+    return list(found.values())
+
+
+CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
+CHAPTER_QUESTIONS = {p.stem: chapter_questions(p) for p in CHAPTERS}
+ALL = [q for qs in CHAPTER_QUESTIONS.values() for q in qs] + exercise_questions()
+
+
+def test_the_parser_finds_the_questions():
+    chapters_with_quiz = [name for name, qs in CHAPTER_QUESTIONS.items() if qs]
+    assert len(chapters_with_quiz) >= len(CHAPTERS) - 1  # every chapter but the welcome asks questions
+    assert sum(map(len, CHAPTER_QUESTIONS.values())) >= 20
+    assert len(ALL) - sum(map(len, CHAPTER_QUESTIONS.values())) >= 5  # and every exercise asks at least one
+    assert len({q.id for q in ALL}) == len(ALL), "question ids must be unique"
+
+
+@pytest.mark.parametrize("q", ALL, ids=lambda q: q.id)
+def test_every_option_has_a_reason_that_teaches(q):
+    assert q.answer in q.choices
+    assert len(q.choices) >= 3
+    assert len(q.explanation) >= MIN_REASON_CHARS, f"{q.id}: explain why ({q.answer}) is right"
+    wrong = set(q.choices) - {q.answer}
+    assert set(q.wrong_hints) == wrong, f"{q.id}: a wrong_hints entry for each of {sorted(wrong)}"
+    for letter, why in q.wrong_hints.items():
+        assert len(why) >= MIN_REASON_CHARS, f"{q.id} ({letter}): say why this option is wrong, in a sentence"
+        assert why != q.explanation
+    texts = [" ".join(t.lower().split()) for t in q.choices.values()]
+    assert len(set(texts)) == len(texts), f"{q.id}: two options say the same"
+
+
+def longest_is_right(q) -> bool:
+    lengths = {k: len(v) for k, v in q.choices.items()}
+    return lengths[q.answer] == max(lengths.values())
+
+
+def test_the_right_answer_is_not_given_away_by_its_length():
+    longest = [q.id for q in ALL if longest_is_right(q)]
+    share = len(longest) / len(ALL)
+    print(f"right answer is the longest option in {len(longest)}/{len(ALL)} questions ({share:.0%})")
+    assert share <= MAX_SHARE_LONGEST, f"the right answer is the longest option in {longest}"
+
+
+def test_the_right_answer_is_not_always_at_the_same_letter():
+    letters = Counter(q.answer for q in ALL)
+    assert len(letters) >= 3, letters
+    assert max(letters.values()) / len(ALL) <= 0.5, letters
+    for name, qs in CHAPTER_QUESTIONS.items():
+        if len(qs) >= 3:
+            assert len({q.answer for q in qs}) >= 2, f"{name}: every answer is ({qs[0].answer})"
+
+
+def test_the_checks_catch_a_quiz_that_gives_itself_away():
+    """The two measures above, on a made-up quiz that breaks them, so they cannot pass vacuously."""
+    give_away = MultipleChoice(
+        "demo.q",
+        "?",
+        {"a": "no", "b": "the right answer, explained at length so that it stands out", "c": "yes"},
+        "b",
+        "it is right because it is right, and this sentence is long enough.",
+        {"a": "wrong"},
+    )
+    assert longest_is_right(give_away)
+    with pytest.raises(AssertionError):
+        test_every_option_has_a_reason_that_teaches(give_away)
