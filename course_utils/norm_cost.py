@@ -109,14 +109,18 @@ def aten_ops(fn, *args, **kwargs) -> list:
     return record.ops
 
 
-def format_report(result: dict) -> str:
-    """The measurement as a small table: milliseconds per call and the two ratios side by side."""
+def format_report(result: dict, pairs=None) -> str:
+    """The measurement as a small table: milliseconds per call and the ratios side by side.
+
+    `pairs` picks the rows (names from PAIRS, e.g. ("course reference",)); all of them by default.
+    """
     sec = result["seconds"]
+    pairs = PAIRS if pairs is None else {pair: PAIRS[pair] for pair in pairs}
     lines = [
         f"activation {result['shape']} {str(result['dtype']).replace('torch.', '')} on {result['device']}, "
         f"{result['threads']} thread(s), median of {result['rounds']} interleaved rounds",
         f"{'':18s} | {'LayerNorm':>10s} | {'RMSNorm':>10s} | LN / RMS",
     ]
-    for pair, (ln, rms) in PAIRS.items():
+    for pair, (ln, rms) in pairs.items():
         lines.append(f"{pair:18s} | {sec[ln] * 1e3:7.2f} ms | {sec[rms] * 1e3:7.2f} ms | {result['ratios'][pair]:.2f}x")
     return "\n".join(lines)

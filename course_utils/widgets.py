@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import torch
 
-__all__ = ["live_figure", "widget_bundle", "layer_norm_explorer"]
+__all__ = ["live_figure", "widget_bundle", "layer_norm_explorer", "draw_layer_norm", "alt_layer_norm"]
 
 
 def widget_bundle(widget, fallback: str) -> dict:
@@ -84,29 +84,45 @@ def _ln_parts(values, gamma, beta, eps):
 
 
 def draw_layer_norm(values, gamma=1.0, beta=0.0, eps=1e-5):
-    """Two bar charts: the input with its mean and ±1 std band, and LayerNorm's output."""
+    """Two bar charts: the input with its mean and ±1 std band, and LayerNorm's output with β as its new mean."""
     import matplotlib.pyplot as plt
 
     x, mean, var, xhat, y = _ln_parts(values, gamma, beta, eps)
     std = math.sqrt(var)
     labels = [f"x{i + 1}" for i in range(len(values))]
-    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.4))
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
     a.bar(labels, x.tolist(), color="#0072B2", zorder=2)
     a.axhline(mean, color="#D55E00", lw=2, zorder=3, label=f"mean μ = {mean:.3f}")
     a.axhspan(mean - std, mean + std, color="#D55E00", alpha=0.2, zorder=1, label=f"μ ± σ (σ = {std:.3f})")
     a.set_title("input x")
-    a.set_ylabel("value")
-    a.legend(loc="best", fontsize=8)
     b.bar(labels, y.tolist(), color="#009E73", zorder=2)
-    b.axhline(beta, color="#D55E00", lw=2, label=f"β = {beta:.2f} (new mean)")
-    b.set_title(f"LayerNorm(x) · γ + β   (γ = {gamma:.2f}, ε = {eps:.0e})")
-    b.set_ylabel("value")
-    b.legend(loc="best", fontsize=8)
+    b.axhline(beta, color="#D55E00", lw=2, label=f"β = {beta:.2f} (the new mean)")
+    b.set_title(f"γ·LayerNorm(x) + β   (γ = {gamma:.2f}, ε = {eps:.0e})")
     for ax in (a, b):
-        ax.axhline(0, color="black", lw=0.6)
-        ax.grid(axis="y", alpha=0.3)
+        _bar_axes(ax)
     fig.tight_layout()
     return fig
+
+
+def _bar_axes(ax):
+    """The shared look of the explorers' bar charts: labelled axes, a zero line, a legend under the bars."""
+    ax.set_xlabel("feature")
+    ax.set_ylabel("value")
+    ax.axhline(0, color="black", lw=0.6)
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=1, frameon=False)
+
+
+def alt_layer_norm(values, gamma=1.0, beta=0.0, eps=1e-5) -> str:
+    """The explorer's alt text: what the two bar charts show for these slider values."""
+    x, mean, var, xhat, y = _ln_parts(values, gamma, beta, eps)
+    xs = ", ".join(f"{v:g}" for v in values)
+    ys = ", ".join(f"{v + 0.0:.2f}" for v in y.tolist())
+    return (
+        f"Two bar charts. Left: the input [{xs}] with its mean {mean:.2f} and a band of one standard deviation "
+        f"({math.sqrt(var):.2f}) around it. Right: LayerNorm's output with γ = {gamma:.2f}, β = {beta:.2f}, "
+        f"ε = {eps:.0e}: [{ys}], the same pattern of bars, now centred on β."
+    )
 
 
 def describe_layer_norm(values, gamma=1.0, beta=0.0, eps=1e-5) -> str:
@@ -124,8 +140,8 @@ def describe_layer_norm(values, gamma=1.0, beta=0.0, eps=1e-5) -> str:
 _STYLE = {"description_width": "initial"}
 
 
-def _vector_explorer(values, extras: dict, eps: float, draw, describe):
-    """Sliders x1..xn for the values, then `extras` (name -> slider), then ε; draw and describe receive
+def _vector_explorer(values, extras: dict, eps: float, draw, describe, alt):
+    """Sliders x1..xn for the values, then `extras` (name -> slider), then ε; draw, describe and alt receive
     (values, *extra values in order, eps) and are redrawn whenever a slider moves."""
     import ipywidgets as w
 
@@ -142,7 +158,12 @@ def _vector_explorer(values, extras: dict, eps: float, draw, describe):
     def unpack(**kw):
         return ([kw[f"x{i + 1}"] for i in range(n)], *(kw[name] for name in extras), kw["eps"])
 
-    return live_figure(lambda **kw: draw(*unpack(**kw)), controls, describe=lambda **kw: describe(*unpack(**kw)))
+    return live_figure(
+        lambda **kw: draw(*unpack(**kw)),
+        controls,
+        describe=lambda **kw: describe(*unpack(**kw)),
+        alt=lambda **kw: alt(*unpack(**kw)),
+    )
 
 
 def layer_norm_explorer(values=(4.0, 6.0, 2.0, 8.0), gamma=1.0, beta=0.0, eps=1e-5):
@@ -153,13 +174,13 @@ def layer_norm_explorer(values=(4.0, 6.0, 2.0, 8.0), gamma=1.0, beta=0.0, eps=1e
         "gamma": w.FloatSlider(value=gamma, min=-3, max=3, step=0.1, description="γ (gamma)", style=_STYLE),
         "beta": w.FloatSlider(value=beta, min=-5, max=5, step=0.1, description="β (beta)", style=_STYLE),
     }
-    return _vector_explorer(values, extras, eps, draw_layer_norm, describe_layer_norm)
+    return _vector_explorer(values, extras, eps, draw_layer_norm, describe_layer_norm, alt_layer_norm)
 
 
 # ----------------------------------------------------------------------------------------------------
 # the RMSNorm explorer (chapter 02): RMSNorm and LayerNorm side by side
 # ----------------------------------------------------------------------------------------------------
-__all__ += ["rms_norm_explorer", "draw_rms_norm", "describe_rms_norm"]
+__all__ += ["rms_norm_explorer", "draw_rms_norm", "describe_rms_norm", "alt_rms_norm"]
 
 
 def _rms_parts(values, shift, gain, eps):
@@ -180,14 +201,12 @@ def draw_rms_norm(values, shift=0.0, gain=1.0, eps=1e-6):
     x, rms, mean, rms_out, ln_out = _rms_parts(values, shift, gain, eps)
     n = len(values)
     labels = [f"x{i + 1}" for i in range(n)]
-    pos = torch.arange(n, dtype=torch.float64).tolist()
-    fig, (a, b) = plt.subplots(1, 2, figsize=(9.5, 3.6))
+    pos = list(range(n))
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4.2))
     a.bar(labels, x.tolist(), color="#0072B2", zorder=2)
     a.axhline(rms, color="#E69F00", lw=2, ls="--", zorder=3, label=f"RMS = {rms:.3f}")
     a.axhline(mean, color="#D55E00", lw=1.5, zorder=3, label=f"mean = {mean:.3f}")
     a.set_title(f"input x + c   (c = {shift:+.1f})")
-    a.set_ylabel("value")
-    a.legend(loc="best", fontsize=8)
     width = 0.38
     b.bar([p - width / 2 for p in pos], rms_out.tolist(), width, color="#0072B2", zorder=2, label="RMSNorm: g·x / RMS")
     b.bar(
@@ -200,13 +219,24 @@ def draw_rms_norm(values, shift=0.0, gain=1.0, eps=1e-6):
     )
     b.set_xticks(pos, labels)
     b.set_title(f"outputs, gain g = {gain:.2f}, ε = {eps:.0e}")
-    b.set_ylabel("value")
-    b.legend(loc="best", fontsize=8)
     for ax in (a, b):
-        ax.axhline(0, color="black", lw=0.6)
-        ax.grid(axis="y", alpha=0.3)
+        _bar_axes(ax)
     fig.tight_layout()
     return fig
+
+
+def alt_rms_norm(values, shift=0.0, gain=1.0, eps=1e-6) -> str:
+    """The explorer's alt text: what the two bar charts show for these slider values."""
+    x, rms, mean, rms_out, ln_out = _rms_parts(values, shift, gain, eps)
+
+    def fmt(t):
+        return "[" + ", ".join(f"{v + 0.0:.2f}" for v in t.tolist()) + "]"
+
+    return (
+        f"Two bar charts. Left: the input x + c = {fmt(x)} (c = {shift:g}) with its RMS {rms:.2f} and its mean "
+        f"{mean:.2f}. Right: RMSNorm {fmt(rms_out)} and LayerNorm {fmt(ln_out)} side by side, gain {gain:.2f}: "
+        "LayerNorm's bars are centred on 0, RMSNorm's keep the input's signs and mean."
+    )
 
 
 def describe_rms_norm(values, shift=0.0, gain=1.0, eps=1e-6) -> str:
@@ -231,4 +261,4 @@ def rms_norm_explorer(values=(4.0, 6.0, 2.0, 8.0), shift=0.0, gain=1.0, eps=1e-6
         "shift": w.FloatSlider(value=shift, min=-20, max=20, step=0.5, description="c (added to all)", style=_STYLE),
         "gain": w.FloatSlider(value=gain, min=-3, max=3, step=0.1, description="g (gain)", style=_STYLE),
     }
-    return _vector_explorer(values, extras, eps, draw_rms_norm, describe_rms_norm)
+    return _vector_explorer(values, extras, eps, draw_rms_norm, describe_rms_norm, alt_rms_norm)

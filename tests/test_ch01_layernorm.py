@@ -61,3 +61,37 @@ def test_the_checks_undo_case_is_named_for_what_it_shows():
     names = [case.name for case in ex01._layer_norm_cases(torch.Generator().manual_seed(0))]
     assert "gamma = this row's std, beta = its mean: recovers this one row" in names
     assert not any("undoes the normalization" in name for name in names)
+
+
+def test_the_variance_question_options_are_the_numbers_they_claim():
+    """ex01.variance: the options are LN([4, 6, 2, 8]) scaled by sqrt(3/4) (right), sqrt(4/3) and 3/4."""
+    import re
+
+    q = ex01.VARIANCE_QUESTION
+    right = norms.layer_norm(torch.tensor([4.0, 6.0, 2.0, 8.0], dtype=torch.float64), eps=0.0)
+    unbiased = (right.new_tensor([-1.0, 1.0, -3.0, 3.0])) / torch.sqrt(right.new_tensor(20 / 3))
+
+    def numbers(letter):
+        return torch.tensor([float(v) for v in re.findall(r"-?\d+\.\d+", q.choices[letter])[:4]], dtype=torch.float64)
+
+    assert torch.allclose(numbers(q.answer), unbiased, atol=6e-4)
+    assert torch.allclose(numbers("a"), right * (4 / 3) ** 0.5, atol=6e-4)
+    assert torch.allclose(numbers("c"), right * 0.75, atol=6e-4)
+    assert "6.667" in q.wrong_hints["a"]  # tests/test_checks.py relies on it
+
+
+def test_the_explorer_figure_is_readable_and_described():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from course_utils import widgets
+    from course_utils.figures import figure_problems
+
+    for kwargs in ({}, {"gamma": -2.5, "beta": 4.0, "eps": 10.0}):
+        fig = widgets.draw_layer_norm([4.0, 6.0, 2.0, 8.0], **kwargs)
+        assert figure_problems(fig) == []
+        plt.close(fig)
+    alt = widgets.alt_layer_norm([4.0, 6.0, 2.0, 8.0])
+    assert "mean 5.00" in alt and "[-0.45, 0.45, -1.34, 1.34]" in alt

@@ -215,6 +215,10 @@ def test_multiple_choice_and_its_numbers(capsys):
     assert "[0.730, 1.095, 0.365, 1.461]" in q.explanation
     assert [round(v, 3) for v in before.tolist()] == [0.730, 1.095, 0.365, 1.461]
     assert (after - 1).abs().max() < (before - 1).abs().max()  # "toward [1, 1, 1, 1]"
+    assert "[0.923, 1.055, 0.791, 1.187]" in q.explanation
+    assert [round(v, 3) for v in after.tolist()] == [0.923, 1.055, 0.791, 1.187]
+    far = norms.rms_norm(torch.tensor([4.0, 6.0, 2.0, 8.0], dtype=torch.float64) + 1000, eps=0.0)
+    assert (far - 1).abs().max() < 5e-3  # the limit the right answer names: all ones
     ln_before = norms.layer_norm(torch.tensor([4.0, 6.0, 2.0, 8.0]))
     assert torch.allclose(norms.layer_norm(torch.tensor([14.0, 16.0, 12.0, 18.0])), ln_before, atol=1e-6)
 
@@ -324,9 +328,15 @@ def test_rms_norm_explorer_parts():
     assert "RMS = 5.477" in text and "[0.730, 1.095, 0.365, 1.461]" in text and "[-0.447, 0.447, -1.342, 1.342]" in text
     shifted = widgets.describe_rms_norm([4, 6, 2, 8], shift=10.0, gain=1.0, eps=0.0)
     assert "LayerNorm = [-0.447, 0.447, -1.342, 1.342]" in shifted and "RMSNorm = [0.923" in shifted
-    fig = widgets.draw_rms_norm([4, 6, 2, 8], shift=2.0, gain=1.5, eps=1e-6)
-    assert len(fig.axes) == 2 and all(ax.get_title() for ax in fig.axes)
-    plt.close(fig)
+    from course_utils.figures import figure_problems
+
+    for kwargs in ({"shift": 2.0, "gain": 1.5, "eps": 1e-6}, {"shift": -20.0, "gain": -3.0, "eps": 100.0}):
+        fig = widgets.draw_rms_norm([4, 6, 2, 8], **kwargs)
+        assert len(fig.axes) == 2 and all(ax.get_title() for ax in fig.axes)
+        assert figure_problems(fig) == []  # at least 10 pt text, every axis labelled
+        plt.close(fig)
+    alt = widgets.alt_rms_norm([4, 6, 2, 8])
+    assert "RMS 5.48" in alt and "[0.73, 1.10, 0.37, 1.46]" in alt
 
 
 def _bench_module():
@@ -347,3 +357,5 @@ def test_benchmark_counts_reductions_and_reports_ratios(capsys):
     assert bench.main(["--shape", "2", "4", "32", "--rounds", "2"]) == 0
     out = capsys.readouterr().out
     assert "LN / RMS" in out and "native_layer_norm" in out
+    only = bench.format_report(result, pairs=("course reference",))
+    assert "course reference" in only and "torch built-ins" not in only

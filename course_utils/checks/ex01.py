@@ -214,22 +214,26 @@ def check_statistics(fn) -> CheckReport:
 # ----------------------------------------------------------------------------------------------------
 VARIANCE_QUESTION = MultipleChoice(
     id="ex01.variance",
-    prompt="You compute LayerNorm with torch.var(x, dim=-1) (torch's default, unbiased) instead of the "
-    "biased variance. What happens?",
+    prompt="A colleague's LayerNorm computes the variance with torch.var(x, dim=-1), which divides by n - 1. "
+    "For x = [4, 6, 2, 8] (ε ignored) the right output is [-0.447, 0.447, -1.342, 1.342]. What does the "
+    "colleague's version return?",
     choices={
-        "a": "Nothing: the two variances are equal for any vector.",
-        "b": "The output is scaled by sqrt((n-1)/n): slightly too small, most visibly for short vectors.",
-        "c": "The output is no longer centred at mean 0.",
-        "d": "The output becomes NaN for constant vectors.",
+        "a": "[-0.516, 0.516, -1.549, 1.549]: scaled up by sqrt(4/3)",
+        "b": "[-0.387, 0.387, -1.162, 1.162]: smaller by sqrt(3/4)",
+        "c": "[-0.335, 0.335, -1.006, 1.006]: smaller by 3/4",
+        "d": "the same four numbers: dividing by n - 1 matters only for long vectors",
     },
     answer="b",
-    explanation="the unbiased variance is n/(n-1) times the biased one, so dividing by its square root "
-    "shrinks every output by sqrt((n-1)/n): 0.866 for n = 4, 0.9993 for n = 768. The mean is "
-    "still subtracted, so the output stays centred.",
+    explanation="the unbiased variance is n/(n-1) = 4/3 times the biased one (20/3 instead of 5), so dividing by "
+    "its square root shrinks every output by sqrt(3/4) ≈ 0.866. The mean is still subtracted, so the output stays "
+    "centred. For n = 768 the factor is 0.99935, which is why the mistake hides in a real model.",
     wrong_hints={
-        "a": "they differ by the factor n/(n-1): compute both for [4, 6, 2, 8] (5 vs 6.667).",
-        "c": "the mean is subtracted the same way in both cases; only the divisor changes.",
-        "d": "eps keeps the denominator positive for constant vectors in both versions.",
+        "a": "dividing by n - 1 makes the variance larger (20/3 ≈ 6.667 instead of 5), and a larger divisor makes "
+        "the outputs smaller, not larger.",
+        "c": "3/4 is the ratio of the two variances, but LayerNorm divides by the square root of the variance: the "
+        "outputs shrink by sqrt(3/4) ≈ 0.866.",
+        "d": "it is the other way round: the factor sqrt((n-1)/n) is 0.866 for n = 4 and close to 1 (0.99935) only "
+        "for long vectors such as n = 768.",
     },
 )
 

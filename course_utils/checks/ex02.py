@@ -282,21 +282,27 @@ def check_layer_norm_via_rms_norm(fn, seed: int = 0) -> CheckReport:
 # ----------------------------------------------------------------------------------------------------
 SHIFT_QUESTION = MultipleChoice(
     id="ex02.shift",
-    prompt="Every feature of a token is increased by the same amount, x → x + 10. Which outputs change?",
+    prompt="The same constant c is added to every feature of a token, x -> x + c, and c grows very large "
+    "(think c = 1000 for x = [4, 6, 2, 8]). What do LayerNorm's and RMSNorm's outputs (no gain, ε ignored) "
+    "approach?",
     choices={
-        "a": "Both LayerNorm's and RMSNorm's.",
-        "b": "Only LayerNorm's.",
-        "c": "Only RMSNorm's.",
-        "d": "Neither: both norms are invariant to shifts.",
+        "a": "LayerNorm: LN(x), unchanged; RMSNorm: all zeros",
+        "b": "LayerNorm: all ones; RMSNorm: RMSNorm(x), unchanged",
+        "c": "LayerNorm: LN(x), unchanged; RMSNorm: all ones",
+        "d": "both approach all ones: the shift swamps the token's own values",
     },
     answer="c",
-    explanation="LayerNorm subtracts the mean, so the shift cancels: LN(x + c) = LN(x). RMSNorm does not "
-    "centre: the shift raises the mean square and changes every output (for [4, 6, 2, 8] the "
-    "result goes from [0.730, 1.095, 0.365, 1.461] toward [1, 1, 1, 1]).",
+    explanation="LayerNorm subtracts the mean, so a shift of any size cancels: LN(x + c) = LN(x). RMSNorm does "
+    "not centre: for a large c every feature and the RMS are all close to c, so every output tends to c / c = 1 "
+    "and the token's own pattern is squeezed out. For [4, 6, 2, 8]: [0.730, 1.095, 0.365, 1.461] at c = 0, "
+    "already [0.923, 1.055, 0.791, 1.187] at c = 10.",
     wrong_hints={
-        "a": "subtracting the mean removes a common shift: compute LN([4, 6, 2, 8]) and LN([14, 16, 12, 18]).",
-        "b": "it is the other way round: which of the two subtracts the mean?",
-        "d": "RMSNorm divides x itself, not x − mean, by its RMS: try RMSNorm([14, 16, 12, 18]).",
+        "a": "dividing by a huge RMS does not give zeros, because the numerator x + c grows just as fast: each "
+        "output tends to c / c = 1.",
+        "b": "it is the other way round: LayerNorm subtracts the mean, so a shift cancels for it; RMSNorm does not "
+        "centre, so the shift takes over.",
+        "d": "LayerNorm subtracts the mean before it divides, so a shift of any size cancels: LN(x + c) = LN(x) "
+        "exactly, for c = 10 or c = 1000.",
     },
 )
 
