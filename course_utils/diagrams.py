@@ -10,6 +10,12 @@ variance are reduced over. These helpers draw that, big enough to project in a c
     block_figure()                       LayerNorm's (and RMSNorm's) strip next to BatchNorm's slab
     norm_axes_explorer(x)                a widget: choose a norm, see its axes and its statistics
 
+and the plots of chapter 03's measurements of what those axes cause:
+
+    padding_figure(means)                zero padding drags BatchNorm's per-feature means toward 0
+    spread_figure(...)                   one sample's BatchNorm output moves with its batch mates (~1/sqrt(B))
+    running_stats_figure(...)            running statistics converge; the train/eval gap levels off
+
 `shared_cells(shape, reduce_dims, index)` is the rule behind every picture: the elements that share
 element `index`'s statistics are those that agree with it on every axis that is *not* reduced.
 Each drawn cell carries a gid "shaded:i,j,k" or "plain:i,j,k", so a test can read back what was shaded.
@@ -39,6 +45,10 @@ __all__ = [
     "draw_norm_explorer",
     "describe_norm_explorer",
     "norm_axes_explorer",
+    "explorer_alt",
+    "padding_figure",
+    "spread_figure",
+    "running_stats_figure",
 ]
 
 # reduction axes of each norm for a (batch, tokens, features) tensor, and for a (samples, features) table
@@ -181,9 +191,8 @@ def _draw_block(ax, mask, color):
 
     N, T, D = mask.shape
     shape = mask.shape
-    # painter's algorithm: far samples first, then top rows last within a sample? Draw back to front:
-    # larger n first; within a sample, cells further down are in front of the top faces of cells below
-    # them only through the depth direction, so order by (-n, t descending? no) -> (-n, -t, d).
+    # painter's algorithm, back to front: the farthest sample first (larger n); within a sample, the bottom
+    # row first, so that the row above draws over its top faces; left to right along the features.
     for n in range(N - 1, -1, -1):
         for t in range(T - 1, -1, -1):
             for d in range(D):
@@ -281,8 +290,8 @@ def draw_norm_axes(
             mask,
             values=values,
             color=color,
-            row_labels=[f"sample {i + 1}" for i in range(shape[0])],
-            col_labels=[f"f{j + 1}" for j in range(shape[1])],
+            row_labels=[f"sample {i}" for i in range(shape[0])],
+            col_labels=[f"d={j}" for j in range(shape[1])],
         )
         ax.text(shape[1] / 2, shape[0] + 0.85, "features →", ha="center", va="bottom", fontsize=FONT)
         ax.set_ylim(-0.05, shape[0] + 1.6)
@@ -494,5 +503,110 @@ def norm_axes_explorer(x, norm="BatchNorm", sample=0, token=1, feature=2):
         "feature": w.IntSlider(value=feature, min=0, max=D - 1, description="feature d", style=style),
     }
     return live_figure(
-        lambda **kw: draw_norm_explorer(x, **kw), controls, describe=lambda **kw: describe_norm_explorer(x, **kw)
+        lambda **kw: draw_norm_explorer(x, **kw),
+        controls,
+        describe=lambda **kw: describe_norm_explorer(x, **kw),
+        alt=lambda **kw: explorer_alt(x, **kw),
     )
+
+
+def explorer_alt(x, norm="BatchNorm", sample=0, token=1, feature=2) -> str:
+    """The explorer's figure in words: which cells are shaded, and how many groups there are."""
+    x = torch.as_tensor(x, dtype=torch.float64)
+    dims, index, mask, stats = _explorer_parts(x, norm, sample, token, feature)
+    n, t, d = index
+    return (
+        f"{norm} on a {tuple(x.shape)} tensor: the block (left) and the same numbers as a table (right) shade the "
+        f"{int(mask.sum())} values that share x[{n}, {t}, {d}]'s statistics, a reduction over "
+        f"{_describe_dims(dims, AXIS_NAMES)}; there are {stats['groups']} such groups."
+    )
+
+
+# ----------------------------------------------------------------------------------------------------
+# the plots of the chapter's measurements
+# ----------------------------------------------------------------------------------------------------
+_LINE_COLORS = ("#0072B2", "#D55E00", "#009E73", "#E69F00")  # Okabe-Ito
+_HATCHES = (None, "//", "xx", "..")
+
+
+def padding_figure(means: dict, title: str = "Zero padding drags BatchNorm's mean toward 0"):
+    """Grouped bars, one group per feature: {label: per-feature means (D,)}; the first entry is the reference."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(11, 4.8))
+    width = 0.8 / len(means)
+    for k, (label, values) in enumerate(means.items()):
+        values = torch.as_tensor(values).tolist()
+        offset = (k - (len(means) - 1) / 2) * width
+        ax.bar(
+            [d + offset for d in range(len(values))],
+            values,
+            width,
+            color=_LINE_COLORS[k % 4],
+            hatch=_HATCHES[k % 4],
+            edgecolor="black" if k else None,
+            label=label,
+        )
+    ax.axhline(0, color="black", lw=0.8)
+    ax.set_xticks(range(len(values)))
+    ax.set_xlabel("feature d")
+    ax.set_ylabel("per-feature mean")
+    ax.set_title(title)
+    ax.legend(loc="upper right")
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def spread_figure(batch_sizes, bn_spread: dict, ln_spread: dict, repeats: int, guide: float = 1.2):
+    """One sample's output spread (its std across `repeats` random batches) against the batch size, on a log2
+    axis, with the guide line guide / sqrt(B)."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(10, 5))
+    bn = [bn_spread[b] for b in batch_sizes]
+    ln = [ln_spread[b] for b in batch_sizes]
+    ax.plot(
+        batch_sizes, bn, "o-", color=NORM_COLORS["BatchNorm"], lw=2.5, ms=9, label="BatchNorm: the output of s varies"
+    )
+    ax.plot(batch_sizes, [guide / math.sqrt(b) for b in batch_sizes], "--", color="gray", lw=1.5, label=f"{guide} / √B")
+    ax.plot(
+        batch_sizes, ln, "s-", color=NORM_COLORS["LayerNorm"], lw=2.5, ms=9, label="LayerNorm: the same in every batch"
+    )
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(batch_sizes, [str(b) for b in batch_sizes])
+    ax.set_xlabel("batch size B")
+    ax.set_ylabel(f"std of the output of s\nacross {repeats} batches")
+    ax.set_title("The same sample, different batch mates")
+    ax.legend()
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def running_stats_figure(running_means, true_means, features, gaps, floor: float, batch: int):
+    """Left: the running means of some features against the training step, dashed at the data's true means.
+    Right: the mean |train - eval| output per step, and its floor (the batch noise of a batch of `batch`)."""
+    import matplotlib.pyplot as plt
+
+    fig, (a, b) = plt.subplots(1, 2, figsize=(14, 4.8))
+    steps = range(1, len(gaps) + 1)
+    for k, d in enumerate(features):
+        color = _LINE_COLORS[k % 4]
+        a.plot(steps, running_means[:, d].tolist(), color=color, lw=2.2, label=f"feature {d}")
+        a.axhline(float(true_means[d]), color=color, ls="--", lw=1.5)
+    a.set_xlabel("training step")
+    a.set_ylabel("running mean (dashed: true mean)")
+    a.set_title("Running means approach the data's means")
+    a.legend()
+    a.grid(alpha=0.3)
+    b.plot(steps, gaps, color=NORM_COLORS["BatchNorm"], lw=2, label="BatchNorm: |train − eval| output")
+    b.axhline(floor, color="gray", ls="--", lw=1.5, label=f"floor ≈ {floor:.2f} (batch noise, B = {batch})")
+    b.set_xlabel("training step")
+    b.set_ylabel("mean |train − eval| output")
+    b.set_ylim(0, None)
+    b.set_title("The train/eval gap shrinks, then stays")
+    b.legend()
+    b.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig

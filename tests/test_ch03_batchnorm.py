@@ -1,6 +1,8 @@
 """Chapter 03: the axis diagrams shade exactly the reduction groups, and exercise 03's checks accept the right
 BatchNorm / masked statistics and reject realistic wrong ones, naming the mistake."""
 
+import math
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -133,6 +135,34 @@ def test_explorer_widget_shows_a_static_figure_and_controls():
     box = diagrams.norm_axes_explorer(torch.randn(2, 3, 4))
     assert [c.description for c in box.children] == ["norm", "sample n", "token t", "feature d"]
     assert list(box.children[0].options) == list(diagrams.NORM_AXES)
+
+
+def test_explorer_alt_text_says_what_is_shaded():
+    x = torch.randn(2, 3, 4)
+    alt = diagrams.explorer_alt(x, "InstanceNorm", 1, 2, 3)
+    assert alt.startswith("InstanceNorm") and "3 values" in alt and "x[1, 2, 3]" in alt and "8 such groups" in alt
+    assert "tokens" in alt
+
+
+def test_every_chapter_figure_is_readable_in_a_room():
+    """At least 10 pt text and labelled data axes (course_utils.figures), for each figure chapter 03 shows."""
+    from course_utils.figures import figure_problems
+
+    x = torch.randn(2, 3, 4).round(decimals=1)
+    means = {"real": torch.randn(8), "pad 8": torch.randn(8), "pad 16": torch.randn(8)}
+    sizes = [2, 4, 8]
+    figures = {
+        "table": diagrams.table_figure(torch.arange(24.0).reshape(4, 6)),
+        "block": diagrams.block_figure(),
+        **{f"explorer {n}": diagrams.draw_norm_explorer(x, n) for n in diagrams.NORM_AXES},
+        "padding": diagrams.padding_figure(means),
+        "spread": diagrams.spread_figure(sizes, {b: 1 / b for b in sizes}, {b: 0.0 for b in sizes}, repeats=10),
+        "running": diagrams.running_stats_figure(torch.randn(20, 8), torch.randn(8), [0, 2], [1.0] * 20, 0.2, 16),
+    }
+    for name, fig in figures.items():
+        assert figure_problems(fig) == [], name
+    padding_ax = figures["padding"].axes[0]
+    assert padding_ax.get_xlabel() == "feature d" and len(padding_ax.patches) == 3 * 8
 
 
 def test_diagram_input_errors_are_clear():
@@ -386,13 +416,89 @@ def test_axis_quiz_answers_agree_with_the_diagrams_norm_table():
         q = checks.find_question(qid)
         names = by_letter[q.answer]
         assert all(diagrams.NORM_AXES[n] == dims for n in names), qid
-        assert str(dims) in q.prompt or f"dim {dims[0]}" in q.prompt
+        assert str(dims) not in q.prompt  # the learner reads the picture: the prompt does not give the dims away
         assert checks.check_choice(qid, q.answer).passed
         for wrong in set(q.choices) - {q.answer}:
             assert not checks.check_choice(qid, wrong).passed
+    # option (d), nn.LayerNorm((T, D)), is one statistic per sample: none of the three diagrams
+    assert (1, 2) not in ex03.QUIZ_DIMS.values()
+
+
+def test_axis_quiz_figure_draws_the_keyed_groups_readably():
+    from course_utils.figures import figure_problems
+
+    fig = ex03.draw_axis_quiz()
+    assert [ax.get_title() for ax in fig.axes] == ["Norm A", "Norm B", "Norm C"]
+    for ax, dims in zip(fig.axes, ex03.QUIZ_DIMS.values()):
+        expected = diagrams.shared_cells(ex03.QUIZ_SHAPE, dims, ex03.QUIZ_INDEX)
+        assert {i for i, s in drawn_cells(ax).items() if s} == {tuple(i) for i in np.argwhere(expected)}
+    assert figure_problems(fig) == []
+    # the alt text describes each group in words, in the order drawn
+    assert ex03.QUIZ_ALT.index("Norm A") < ex03.QUIZ_ALT.index("Norm B") < ex03.QUIZ_ALT.index("Norm C")
 
 
 def test_registry_points_at_the_solution_functions():
     reg = checks.exercise_registry("ex03_batchnorm")
     assert sum(g.points for g in reg.graded) == 10
     assert set(reg.questions) == set(ex03.QUIZ_DIMS)
+
+
+# ----------------------------------------------------------------------------------------------------
+# chapter 03's check questions: the numbers in their options are what the code computes
+# ----------------------------------------------------------------------------------------------------
+def chapter_quiz():
+    import ast
+
+    import nbformat
+
+    from conftest import ROOT
+
+    nb = nbformat.read(ROOT / "chapters" / "03_batchnorm_vs_layernorm.ipynb", as_version=4)
+    found = {}
+    for cell in nb.cells:
+        if cell.cell_type == "code" and "MultipleChoice(" in cell.source:
+            for node in ast.walk(ast.parse(cell.source)):
+                if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "MultipleChoice":
+                    qid, prompt, choices, answer = (ast.literal_eval(a) for a in node.args[:4])
+                    found[qid] = (prompt, choices, answer)
+    return found
+
+
+def test_chapter_quiz_numbers_are_computed():
+    quiz = chapter_quiz()
+    assert set(quiz) == {"ch03.axes", "ch03.padding", "ch03.batch2", "ch03.running_var", "ch03.generation", "ch03.leak"}
+
+    # axes: (8, 16, 64); each option is one norm's (groups, values per group)
+    _, choices, answer = quiz["ch03.axes"]
+    h = torch.randn(8, 16, 64)
+    for letter, dims in {"a": (2,), "b": (1,), "c": (0, 1), "d": (1, 2)}.items():
+        stats = diagrams.group_statistics(h, "LayerNorm", dims)
+        assert choices[letter] == f"{stats['groups']:,} means, each from {stats['values_per_group']:,} values"
+    assert answer == "c" and diagrams.NORM_AXES["BatchNorm"] == (0, 1)
+
+    # padding: 3, 6 and 5 tokens padded to 8, real mean 2.0
+    _, choices, answer = quiz["ch03.padding"]
+    x, mask = torch.zeros(3, 8, 1), torch.zeros(3, 8, dtype=torch.bool)
+    for i, length in enumerate([3, 6, 5]):
+        x[i, :length] = 2.0 + torch.randn(length, 1)
+        mask[i, :length] = True
+    x[mask] += 2.0 - x[mask].mean()  # the real tokens average exactly 2.0
+    padded_mean = x.mean(dim=(0, 1)).item()
+    assert f"{padded_mean:.2f}" in choices[answer] and abs(padded_mean - 2.0 * 14 / 24) < 1e-6
+    assert f"{2.0 * 10 / 24:.2f}" in choices["c"] and f"{2.0 * 24 / 14:.2f}" in choices["d"]
+
+    # a batch of two: 3.0 and 103.0
+    _, choices, answer = quiz["ch03.batch2"]
+    pair = torch.tensor([[3.0], [103.0]])
+    out = norms.batch_norm(pair, eps=0.0)
+    assert out.flatten().tolist() == [-1.0, 1.0] and choices[answer] == "−1 and +1"
+    unbiased = (pair - pair.mean()) / pair.std(unbiased=True)
+    assert f"{unbiased[1].item():.2f}" in choices["b"]
+
+    # running variance: 1.0, momentum 0.1, 16 samples of biased variance 3.0
+    _, choices, answer = quiz["ch03.running_var"]
+    batch = torch.randn(16, 1)
+    batch = (batch - batch.mean()) / batch.std(unbiased=False) * math.sqrt(3.0)
+    rm, rv = torch.zeros(1), torch.ones(1)
+    norms.batch_norm(batch, rm, rv, training=True, momentum=0.1)
+    assert f"{rv.item():.2f}" in choices[answer] and abs(rv.item() - 1.22) < 1e-5

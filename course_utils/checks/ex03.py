@@ -1,5 +1,8 @@
 """Checks for exercise 03 (BatchNorm): forward pass with running statistics, masked statistics, axis quiz.
 
+The axis quiz (task 3) shows three diagrams, drawn here by `draw_axis_quiz` from the same QUIZ_DIMS as the key,
+and asks the learner to name each norm from its picture.
+
 The learner's BatchNorm is functional: it *returns* the new running statistics instead of updating
 them in place as torch's module does, so that one call is one comparable result (the grader calls the
 function in the learner's kernel and compares here). "Over several steps" is covered by cases that
@@ -34,6 +37,8 @@ __all__ = [
     "reference_masked_batch_stats",
     "AXIS_QUESTIONS",
     "QUIZ_DIMS",
+    "QUIZ_ALT",
+    "draw_axis_quiz",
 ]
 
 TOLERANCE = 1e-4
@@ -391,54 +396,88 @@ def check_masked_batch_stats(fn, seed: int = 0) -> CheckReport:
 
 
 # ----------------------------------------------------------------------------------------------------
-# task 3: name the norm from its reduction dims, on (batch, tokens, features)
+# task 3: name the norm from a picture of its group, on (batch, tokens, features)
 # ----------------------------------------------------------------------------------------------------
+# The learner sees three diagrams (draw_axis_quiz) and no reduction dims: reading which axes the shaded group runs
+# along is the task. Option (d) is a real pitfall, nn.LayerNorm((T, D)): one statistic per sample.
 _NORM_CHOICES = {
-    "a": "LayerNorm (or RMSNorm: the same axes)",
-    "b": "BatchNorm",
-    "c": "InstanceNorm",
-    "d": "a single mean and variance for the whole tensor",
+    "a": "LayerNorm (RMSNorm reduces the same axes)",
+    "b": "BatchNorm (torch.nn.BatchNorm1d)",
+    "c": "InstanceNorm (torch.nn.InstanceNorm1d)",
+    "d": "LayerNorm over the last two dims, nn.LayerNorm((T, D))",
 }
 QUIZ_DIMS = {"ex03.axes_a": (0, 1), "ex03.axes_b": (2,), "ex03.axes_c": (1,)}
+QUIZ_SHAPE = (3, 4, 6)  # (batch, tokens, features) of the diagrams
+QUIZ_INDEX = (0, 1, 2)  # the element whose group is shaded
+QUIZ_ALT = (
+    "Three diagrams of a (batch 3, tokens 4, features 6) block, each shading the elements that share one mean and "
+    "variance with x[0, 1, 2]. Norm A shades feature 2 in every sample and every token. Norm B shades the six features "
+    "of token 1 in sample 0. Norm C shades feature 2 in the four tokens of sample 0."
+)
+
+
+def draw_axis_quiz():
+    """The three diagrams of task 3 (Norm A, B, C), drawn from QUIZ_DIMS, so that the picture and the key agree."""
+    import matplotlib.pyplot as plt
+
+    from ..diagrams import draw_norm_axes
+
+    fig, axes = plt.subplots(1, 3, figsize=(20, 6))
+    for ax, (letter, dims) in zip(axes, zip("ABC", QUIZ_DIMS.values())):
+        draw_norm_axes(dims, shape=QUIZ_SHAPE, index=QUIZ_INDEX, ax=ax, color="#E69F00", title=f"Norm {letter}")
+    fig.tight_layout()
+    return fig
+
 
 AXIS_QUESTIONS = [
     MultipleChoice(
         id="ex03.axes_a",
-        prompt="Norm A reduces an activation of shape (batch, tokens, features) over dims (0, 1). Which norm is it?",
+        prompt="Norm A's diagram shades feature 2 in every sample and every token of a (batch, tokens, features) "
+        "activation: the elements that share x[0, 1, 2]'s mean and variance. Which norm is it?",
         choices=_NORM_CHOICES,
         answer="b",
-        explanation="dims (0, 1) are batch and tokens: one statistic per feature, averaged over every sample and "
-        "token (the slab). That is BatchNorm.",
+        explanation="the group runs along the batch and the tokens and keeps one feature: one statistic per feature, "
+        "averaged over every sample and token (the slab). That is BatchNorm, dims (0, 1).",
         wrong_hints={
-            "a": "LayerNorm reduces the features (dim 2) of one token; here the features are the dim that is kept.",
-            "c": "InstanceNorm keeps the sample too: it reduces only the tokens (dim 1).",
-            "d": "the features (dim 2) are not reduced, so there is one statistic per feature, not one in total.",
+            "a": "LayerNorm's group is the features of one token (a strip); here the group keeps one feature and runs "
+            "along the samples and the tokens.",
+            "c": "InstanceNorm keeps each sample apart: its group runs along the tokens of one sample only, and here "
+            "the group spans all three samples.",
+            "d": "nn.LayerNorm((T, D)) keeps each sample apart and mixes all its features; here one feature is kept "
+            "and the samples are mixed.",
         },
     ),
     MultipleChoice(
         id="ex03.axes_b",
-        prompt="Norm B reduces an activation of shape (batch, tokens, features) over dim 2 only. Which norm is it?",
+        prompt="Norm B's diagram shades the six features of token 1 in sample 0 of a (batch, tokens, features) "
+        "activation: the elements that share x[0, 1, 2]'s mean and variance. Which norm is it?",
         choices=_NORM_CHOICES,
         answer="a",
-        explanation="dim 2 is the features: each token of each sample gets its own statistics (the strip). "
-        "That is LayerNorm, and RMSNorm uses the same axis.",
+        explanation="the group is the features of one token of one sample (the strip): each token gets its own "
+        "statistics. That is LayerNorm, dim 2, and RMSNorm reduces the same axis.",
         wrong_hints={
-            "b": "BatchNorm keeps the features and reduces everything else (dims 0 and 1).",
-            "c": "InstanceNorm reduces the tokens (dim 1), per sample and feature.",
-            "d": "dims 0 and 1 are kept, so there is one statistic per (sample, token).",
+            "b": "BatchNorm's group keeps one feature and runs along every sample and token; here the group stays "
+            "inside one token.",
+            "c": "InstanceNorm's group runs along the tokens of one sample at one feature; here it runs along the "
+            "features of one token.",
+            "d": "LayerNorm over the last two dims would shade every token of sample 0, not just one; here only "
+            "token 1 is shaded.",
         },
     ),
     MultipleChoice(
         id="ex03.axes_c",
-        prompt="Norm C reduces an activation of shape (batch, tokens, features) over dim 1 only. Which norm is it?",
+        prompt="Norm C's diagram shades feature 2 in the four tokens of sample 0 of a (batch, tokens, features) "
+        "activation: the elements that share x[0, 1, 2]'s mean and variance. Which norm is it?",
         choices=_NORM_CHOICES,
         answer="c",
-        explanation="dim 1 is the tokens: one statistic per (sample, feature), over the positions of one sample. "
-        "That is InstanceNorm (for images: over the pixels of one image, per channel).",
+        explanation="the group runs along the tokens of one sample at one feature: one statistic per (sample, "
+        "feature). That is InstanceNorm, dim 1 (for images: over the pixels of one image, per channel).",
         wrong_hints={
-            "a": "LayerNorm reduces the features (dim 2), not the tokens.",
-            "b": "BatchNorm would also reduce the batch (dim 0); here each sample keeps its own statistics.",
-            "d": "only the tokens are reduced; the batch and feature dims are kept.",
+            "a": "LayerNorm's group runs along the features of one token; here it runs along the tokens and keeps one "
+            "feature.",
+            "b": "BatchNorm's group would also run along the batch, feature 2 in every sample; here only sample 0 is "
+            "shaded.",
+            "d": "LayerNorm over (T, D) would shade every feature of sample 0's tokens; here only feature 2 is shaded.",
         },
     ),
 ]
