@@ -4,11 +4,15 @@
   from the same weights (LayerNorm, RoPE, causal softmax attention, GELU MLP) gives the same output;
 * the probes agree with torch.autograd, and leave nothing behind when they are off;
 * the synthetic corpus is deterministic and has the structure that makes attention necessary;
-* parameter_count agrees with a count done by hand.
+* parameter_count agrees with a count done by hand;
+* exercise 04's checks accept the right answers and name each mistake, and its profile question's key is what the
+  exercise prints;
+* the placement diagram is read from Block.forward and follows it when the code changes.
 """
 
 import math
 import os
+import re
 import subprocess
 import sys
 
@@ -17,7 +21,7 @@ import torch
 import torch.nn.functional as F
 
 from course_utils.data import VOCABULARY, Corpus, make_text
-from course_utils.model import GPTConfig, TinyGPT, lm_loss, parameter_count
+from course_utils.model import Block, GPTConfig, TinyGPT, lm_loss, parameter_count
 from course_utils.probes import (
     AttentionProbe,
     GradNormProbe,
@@ -446,11 +450,55 @@ def test_grad_norm_check_accepts_a_hook_probe_and_names_each_mistake():
         assert report.status == "failed" and report.hint == hint, hint[:60]
 
 
-def test_warmup_question_and_registry():
-    q = ex04.WARMUP_QUESTION
-    assert q.grade("b")[0] and not any(q.grade(c)[0] for c in "acd")
+def test_questions_and_registry():
+    assert ex04.WARMUP_QUESTION.grade("d")[0] and not any(ex04.WARMUP_QUESTION.grade(c)[0] for c in "abc")
+    assert ex04.PROFILE_QUESTION.grade("b")[0] and not any(ex04.PROFILE_QUESTION.grade(c)[0] for c in "acd")
     assert set(ex04.EXERCISE.checks) == {"pre_ln_block", "post_ln_block", "layer_grad_norms"}
-    assert sum(g.points for g in ex04.EXERCISE.graded) == 8
+    assert set(ex04.EXERCISE.questions) == {"ex04.profile", "ex04.warmup"}
+    assert [g.function for g in ex04.EXERCISE.graded if g.check.startswith("ex04.")] == [
+        "answer_profile",
+        "answer_warmup",
+    ]
+    assert sum(g.points for g in ex04.EXERCISE.graded) == 9
+
+
+def _printed_profiles(seed=0):
+    """What the exercise's "use it" cell prints: the reference probe on example_model, 4 blocks, example_batch()."""
+    idx, targets = ex04.example_batch()
+    return {
+        p: gradient_profile(ex04.model_from_state(ex04.example_model(p, n_layer=4, seed=seed), p), idx, targets)
+        for p in ("post", "pre")
+    }
+
+
+def test_the_profile_questions_key_is_what_the_exercise_prints():
+    """ex04.profile is answered by reading the printout: its key (b) must hold there, and every other option fail."""
+    prof = _printed_profiles()
+    post, pre = prof["post"], prof["pre"]
+    flat = lambda v: max(v) / min(v) < 1.15
+    # (b) Post-LN almost flat and below Pre-LN at every block; Pre-LN falls about 3x from block 1 to block 4
+    assert flat(post) and all(a < b for a, b in zip(post, pre)) and 2.5 < pre[0] / pre[-1] < 3.5
+    assert not post[-1] > 1.1 * post[0]  # (a) Post-LN does not grow toward the output
+    assert not flat(pre)  # (a) and (d): Pre-LN is not flat
+    assert not all(a > b for a, b in zip(post, pre))  # (c) Post-LN's gradients are not the larger
+    assert not post[0] / post[-1] > 2  # (d) Post-LN does not fall about 3x
+    # the explanation: at std 0.1 each Post-LN branch is well below the stream's size (RMS ratio under 1/2)
+    state = ex04.example_model("post", n_layer=4)
+    model = ex04.model_from_state(state, "post")
+    rms = lambda t: float(t.pow(2).mean().sqrt())
+    with torch.no_grad():
+        x = model.embed(ex04.example_batch()[0])
+        for block in model.blocks:
+            a = block.attn(x)
+            x = block.norm1(x + a)
+            f = block.mlp(x)
+            assert rms(a) < 0.5 * rms(x) and rms(f) < 0.5 * rms(x)
+            x = block.norm2(x + f)
+    # the explanation's claim is no accident of seed 0: other weights of the same scale give the same shapes
+    for seed in (1, 2):
+        other = _printed_profiles(seed)
+        assert max(other["post"]) / min(other["post"]) < 1.2 and all(a < b for a, b in zip(other["post"], other["pre"]))
+        assert other["pre"][0] / other["pre"][-1] > 2
 
 
 def test_given_sublayers_are_the_reference_blocks_parts():
@@ -494,3 +542,105 @@ def test_exercise_04_checks_leave_torchs_global_random_state_alone(capsys):
     again = ex04.example_block("layernorm", seed=7)
     assert all(torch.equal(again[k], v) for k, v in params.items())
     assert not torch.equal(ex04.example_block("layernorm", seed=8)["attn.q_proj.weight"], params["attn.q_proj.weight"])
+
+
+# ----------------------------------------------------------------------------------------------------
+# chapter 04's placement diagram is read from Block.forward, so it cannot tell another story than the code
+# ----------------------------------------------------------------------------------------------------
+from course_utils import placement_diagram  # noqa: E402
+from course_utils.figures import figure_problems  # noqa: E402
+
+
+def _accepted_placements():
+    """The placements GPTConfig accepts, as its own error message lists them."""
+    with pytest.raises(ValueError) as error:
+        GPTConfig(placement="no such placement")
+    return set(re.findall(r"'(\w+)'", str(error.value).split("must be one of", 1)[1]))
+
+
+def test_the_diagram_knows_every_placement_the_model_accepts():
+    assert _accepted_placements() == {"pre", "post", "peri", "reordered"}
+    assert set(placement_diagram.PLACEMENT_TITLES) == _accepted_placements()
+
+
+@pytest.mark.parametrize(
+    "placement,branch,highway,equation",
+    [
+        ("pre", ("Norm", "F"), (), "x + F(Norm(x))"),
+        ("post", ("F",), ("Norm",), "Norm(x + F(x))"),
+        ("peri", ("Norm", "F", "Norm"), (), "x + Norm(F(Norm(x)))"),
+        ("reordered", ("F", "Norm"), (), "x + Norm(F(x))"),
+    ],
+)
+def test_the_layout_read_from_the_code_is_the_chapters_equation(placement, branch, highway, equation):
+    """The equations of chapter 04's table (test_each_placement_computes_its_equation checks Block against them)."""
+    attention, mlp = placement_diagram.block_layouts(placement)
+    assert attention == mlp == placement_diagram.SublayerLayout(branch, highway)
+    assert placement_diagram.sublayer_layout(placement).plain_equation == equation
+    assert equation in placement_diagram.describe_placements([placement])
+
+
+def test_the_diagram_follows_a_change_in_the_code(monkeypatch):
+    """A Block whose Pre-LN forward moved its norms behind the sub-layers is drawn as what it now computes."""
+
+    class Changed(Block):
+        def forward(self, x):
+            if self.placement != "pre":
+                return super().forward(x)
+            x = x + self.norm1(self.attn(x))
+            return x + self.norm2(self.mlp(x))
+
+    monkeypatch.setattr(placement_diagram, "Block", Changed)
+    assert placement_diagram.sublayer_layout("pre").plain_equation == "x + Norm(F(x))"
+
+    class Mixed(Block):
+        def forward(self, x):
+            x = x + self.attn(self.norm1(x))
+            return self.norm2(x + self.mlp(x))
+
+    monkeypatch.setattr(placement_diagram, "Block", Mixed)
+    first, second = placement_diagram.block_layouts("pre")
+    assert (first.branch, first.highway, second.branch, second.highway) == (("Norm", "F"), (), ("F",), ("Norm",))
+    with pytest.raises(ValueError, match="differ"):
+        placement_diagram.sublayer_layout("pre")
+
+
+def test_the_drawing_is_readable_and_shows_each_layout():
+    from matplotlib.patches import FancyBboxPatch
+
+    placements = ("post", "pre", "peri", "reordered")
+    fig = placement_diagram.draw_placements(placements)
+    try:
+        assert figure_problems(fig) == []
+        assert len(fig.axes) == len(placements)
+        for ax, placement in zip(fig.axes, placements):
+            layout = placement_diagram.sublayer_layout(placement)
+            texts = [t.get_text() for t in ax.texts]
+            boxes = [t for t in texts if t in ("Norm", "F")]
+            assert sorted(boxes) == sorted(layout.branch + layout.highway)
+            assert len([p for p in ax.patches if isinstance(p, FancyBboxPatch)]) == len(boxes)
+            assert layout.equation in ax.get_title()
+            assert ("on the highway" in texts) == bool(layout.highway)
+    finally:
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+    alt = placement_diagram.describe_placements(placements)
+    assert "Only Post-LN puts a norm on the stream itself" in alt
+
+
+@pytest.mark.parametrize("question", [ex04.PROFILE_QUESTION, ex04.WARMUP_QUESTION], ids=lambda q: q.id)
+def test_the_exercise_lists_each_questions_options_as_the_grader_knows_them(question):
+    """The options a learner reads in the notebook are the ones the check and the grader judge."""
+    import nbformat
+
+    from conftest import ROOT
+
+    nb = nbformat.read(ROOT / "solutions" / "ex04_residual_norms.ipynb", as_version=4)
+    asking = [c for c in nb.cells if c.cell_type == "code" and f'check_choice("{question.id}"' in c.source]
+    assert len(asking) == 1
+    index = nb.cells.index(asking[0])
+    task = next(c.source for c in reversed(nb.cells[:index]) if c.cell_type == "markdown")
+    listed = dict(re.findall(r"^- \*\*\((\w)\)\*\* (.+?)\.?\s*(?=^- \*\*|\Z)", task, re.M | re.S))
+    normalized = {k: " ".join(v.split()) for k, v in listed.items()}
+    assert normalized == {k: v[0].upper() + v[1:] for k, v in question.choices.items()}

@@ -1,4 +1,5 @@
-"""Checks for exercise 04 (residual norms): Pre-LN and Post-LN block forwards, per-layer gradient norms.
+"""Checks for exercise 04 (residual norms): Pre-LN and Post-LN block forwards, per-layer gradient norms, and two
+questions: one read off the learner's own printed gradient profile (ex04.profile), one on warmup (ex04.warmup).
 
 The learner's functions take plain data (tensors, a dict of a block's or a model's weights, strings),
 so the instructors' grader can call them in the learner's kernel. The sub-layers themselves are given:
@@ -33,6 +34,7 @@ from .registry import Exercise, Graded
 
 __all__ = [
     "EXERCISE",
+    "PROFILE_QUESTION",
     "WARMUP_QUESTION",
     "PRE_LN_CHECK",
     "POST_LN_CHECK",
@@ -47,6 +49,7 @@ __all__ = [
     "check_layer_grad_norms",
     "example_block",
     "example_model",
+    "example_batch",
 ]
 
 N_HEAD = 4
@@ -172,9 +175,19 @@ def example_block(norm_kind: str = "layernorm", d_model: int = 32, seed: int = 0
 
 def example_model(placement: str, n_layer: int = 4, seed: int = 0) -> dict:
     """The weights of a small TinyGPT (vocabulary 64, width 32), as a dict of tensors: every weight matrix and the
-    embedding normal(0, 0.1), as TinyGPT initializes them, from a generator of their own seeded with `seed`."""
+    embedding drawn from normal(0, 0.1) (TinyGPT's kind of init, at a scale between GPT-2's 0.02 and 1/sqrt(32)),
+    the norms' gains 1 and biases 0, from a generator of their own seeded with `seed`.
+
+    The exercise prints the gradient profiles of example_model("post") and example_model("pre") and asks about
+    them (PROFILE_QUESTION); tests/test_ch04_model.py checks that its key fits the reference probe's numbers."""
     g = torch.Generator().manual_seed(seed)
     return _draw(_model_shapes(placement, n_layer), g, lambda shape: 0.1 * torch.randn(shape, generator=g))
+
+
+def example_batch(batch: int = 4, tokens: int = 16, seed: int = 0) -> tuple:
+    """(idx, targets): random token ids in [0, 64) and random next tokens, from a generator of their own."""
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(0, 64, (batch, tokens), generator=g), torch.randint(0, 64, (batch, tokens), generator=g)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -442,34 +455,57 @@ def check_layer_grad_norms(fn, seed: int = 0) -> CheckReport:
 
 
 # ----------------------------------------------------------------------------------------------------
-# the question, the registry
+# the questions, the registry
 # ----------------------------------------------------------------------------------------------------
+PROFILE_QUESTION = MultipleChoice(
+    id="ex04.profile",
+    prompt="Read the two gradient profiles that your layer_grad_norms printed (4 blocks of width 32, every weight "
+    "drawn with std 0.1, one batch of random tokens). Which statement describes them?",
+    choices={
+        "a": "Post-LN's gradient grows toward the output, and Pre-LN's is about the same at every block",
+        "b": "Post-LN's is almost flat and below Pre-LN's at every block; Pre-LN's falls about 3× to block 4",
+        "c": "both fall toward the output at a similar rate, and Post-LN's gradients are the larger at every block",
+        "d": "Pre-LN's is almost flat, and Post-LN's falls about 3× from its first block to its fourth",
+    },
+    answer="b",
+    explanation="compare block 1 with block 4 in each row. Pre-LN's gradient falls toward the output, as chapter 04 "
+    "measured at both initializations. Post-LN's four numbers barely change and stay below Pre-LN's: these weights "
+    "(std 0.1) are smaller than 1/√d ≈ 0.18 at width 32, and, as with GPT-2's 0.02 in the chapter, branches "
+    "well below the stream's size leave every Post-LN block near the identity, so its profile is flat.",
+    wrong_hints={
+        "a": "that describes a paper's figure, not your printout: read the Post-LN row from block 1 to block 4, "
+        "then the Pre-LN row, whose first block has the largest number of all.",
+        "c": "only one row falls much: compare the first and the last number of each row, and then the two rows "
+        "block by block to see which placement gets the larger gradients.",
+        "d": "the rows are the other way round: the falling row is Pre-LN's (its identity path reaches block 1 "
+        "whole, while the top blocks' gradient shrinks), and the Post-LN row barely changes.",
+    },
+)
+
 WARMUP_QUESTION = MultipleChoice(
     id="ex04.warmup",
     prompt="Xiong et al. (2020, arXiv 2002.04745) train Pre-LN transformers without the learning-rate warmup "
-    "that Post-LN transformers need. What is their explanation, and when does it apply?",
+    "that Post-LN transformers need. What is their explanation?",
     choices={
-        "a": "Pre-LN has fewer parameters, so each update moves the model less.",
-        "b": "In Post-LN every residual sum passes through a norm. With the initialization they analyse (Xavier, "
-        "weights of size about 1/√d), Post-LN's gradients grow toward the output, so the layers near the output "
-        "get the largest gradients and full-size first steps are too big for them. In Pre-LN the identity path "
-        "reaches every layer untouched and the top layers' gradient shrinks like 1/√L. With much smaller weights "
-        "(GPT-2's 0.02) Post-LN's gradients are flat and small, and the argument does not apply.",
-        "c": "Pre-LN normalizes the gradients themselves, so it behaves like gradient clipping.",
-        "d": "Pre-LN uses RMSNorm, which is more stable than LayerNorm.",
+        "a": "Pre-LN has fewer parameters than Post-LN, so each update of the same size moves the model less",
+        "b": "Pre-LN's norms rescale the gradients that flow back through them, so Pre-LN acts like gradient clipping",
+        "c": "RMSNorm is more stable than LayerNorm, and Pre-LN models use RMSNorm",
+        "d": "at Xavier-size init Post-LN's gradients grow toward the output, so full-size first steps move the top "
+        "layers too far",
     },
-    answer="b",
-    explanation="the norm on the residual path is the difference, and the initialization decides whether it "
-    "matters. Chapter 04 measured both sides: with init std 1/√d, Post-LN's gradient grows toward the output, "
-    "and at lr 3e-3 Post-LN failed without warmup and trained with it; with GPT-2's std 0.02, Post-LN's "
-    "gradients were flat and smaller than Pre-LN's at every block, so there are no large output-side gradients "
-    "for warmup to tame.",
+    answer="d",
+    explanation="in Post-LN every residual sum passes through a norm. With weights of size about 1/√d (Xavier), "
+    "Post-LN's gradients grow toward the output, so the first full-size steps are too big for the top layers; "
+    "warmup keeps them small. In Pre-LN the identity path reaches every layer untouched. Chapter 04 measured both "
+    "sides: at init 1/√d and lr 3e-3 Post-LN failed without warmup and trained with it. With GPT-2's std 0.02 "
+    "Post-LN's gradients were flat and smaller than Pre-LN's, so the argument does not apply there.",
     wrong_hints={
-        "a": "Pre-LN and Post-LN have the same parameters, apart from one final norm (ln_f) that Pre-LN adds.",
-        "c": "no norm touches the gradients directly; the norm's position changes how gradients flow back "
-        "through the residual sums.",
-        "d": "the placement question is independent of the norm's kind: Pre-LN with LayerNorm (GPT-2) or "
-        "RMSNorm (Llama) alike.",
+        "a": "Pre-LN and Post-LN have the same weights, apart from one final norm (ln_f) that Pre-LN adds; the "
+        "difference is where the norms sit, not how many parameters there are.",
+        "b": "no norm touches the gradients directly, and a norm's backward pass is no clipping; the norm's "
+        "position changes the path the gradients take back through the residual sums.",
+        "c": "the placement question does not depend on the norm's kind: GPT-2 is Pre-LN with LayerNorm, Llama "
+        "Pre-LN with RMSNorm, and chapter 04's Post-LN and Pre-LN runs both used LayerNorm.",
     },
 )
 
@@ -479,8 +515,9 @@ EXERCISE = Exercise(
         Graded("pre_ln_block", "pre_ln_block", 2),
         Graded("post_ln_block", "post_ln_block", 2),
         Graded("layer_grad_norms", "layer_grad_norms", 3),
+        Graded("ex04.profile", "answer_profile", 1),
         Graded("ex04.warmup", "answer_warmup", 1),
     ],
     checks=[PRE_LN_CHECK, POST_LN_CHECK, GRAD_NORMS_CHECK],
-    questions=[WARMUP_QUESTION],
+    questions=[PROFILE_QUESTION, WARMUP_QUESTION],
 )
