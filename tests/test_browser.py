@@ -143,6 +143,8 @@ from course_utils.widgets import live_figure
 def draw(scale):  # ignores the slider: the figure never changes
     fig, ax = plt.subplots(figsize=(3, 2))
     ax.plot([0, 1], [0, 1])
+    ax.set_xlabel("x")
+    ax.set_ylabel("y")
     return fig
 
 box = live_figure(draw, {"scale": widgets.FloatSlider(value=1.0, min=0.0, max=2.0, step=0.1)},

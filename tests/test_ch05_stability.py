@@ -1,5 +1,5 @@
-"""Chapter 05's lab: the stability sweep, its verdicts and LR sensitivity, the presets, exercise 05's checks,
-the benchmark."""
+"""Chapter 05's lab: the stability sweep, its verdicts and LR sensitivity, the presets, the chapter's figures,
+exercise 05's checks (the failure threshold among them), the benchmark."""
 
 import importlib.util
 import math
@@ -131,7 +131,7 @@ def test_auto_preset_follows_the_device(monkeypatch):
 def test_quick_preset_is_the_specified_model():
     cfg, train_cfg, corpus = build_run("quick", "qk_norm", 0.3)
     assert (cfg.n_layer, cfg.d_model, cfg.n_head, cfg.qk_norm) == (2, 64, 4, "head")
-    assert train_cfg.steps == 200 and train_cfg.lr == 0.3 and train_cfg.amp is False
+    assert train_cfg.steps == 150 and train_cfg.lr == 0.3 and train_cfg.amp is False
     assert max(PRESETS["quick"].lrs) == 0.3
 
 
@@ -248,7 +248,7 @@ def test_an_absurd_learning_rate_is_a_diverged_verdict():
 
 
 @pytest.mark.slow
-def test_quick_preset_shows_the_mechanism_within_200_steps():
+def test_quick_preset_shows_the_mechanism_within_its_150_steps():
     """The issue's acceptance claim: at lr 0.3 the 2-layer d_model 64 model's max logit explodes, QK-Norm's stays
     bounded."""
     r = stability_sweep([0.3], variants=("baseline", "qk_norm"), preset="quick", progress=False)
@@ -359,9 +359,11 @@ def test_entropy_check():
 
 
 def test_mini_sweep_check(capsys, monkeypatch):
-    def result(variants=("baseline", "qk_norm"), lrs=(0.01, 0.3), base_logit=1e5):
+    top = max(ex05.MINI_LRS)
+
+    def result(variants=("baseline", "qk_norm"), lrs=ex05.MINI_LRS, base_logit=1e5):
         recs = [
-            record(v, lr, 2.2, max_logit=(base_logit if v == "baseline" and lr == 0.3 else 20.0))
+            record(v, lr, 2.2, max_logit=(base_logit if v == "baseline" and lr == top else 20.0))
             for v in variants
             for lr in lrs
         ]
@@ -372,13 +374,138 @@ def test_mini_sweep_check(capsys, monkeypatch):
 
     assert ex05.check_mini_sweep(lambda: result()) is not None
     assert ex05.check_mini_sweep(not_yet) is None
-    assert ex05.check_mini_sweep(lambda: result(lrs=(0.01, 0.1))) is None
+    assert ex05.check_mini_sweep(lambda: result(lrs=(0.01, 0.3))) is None
     assert ex05.check_mini_sweep(lambda: result(variants=("baseline", "softcap"))) is None
     assert ex05.check_mini_sweep(lambda: result(base_logit=100.0)) is None
     assert ex05.check_mini_sweep(lambda: {"baseline": 1}) is None
     out = capsys.readouterr().out
     assert out.count("✅") == 1 and out.count("❌") == 4 and "not implemented yet" in out
     assert "learning rates" in out and "variants" in out and "100x" in out
+    assert "stability_sweep([0.03, 0.05, 0.1, 0.3]" in out  # the hint spells out the call
+
+
+# ----------------------------------------------------------------------------------------------------
+# exercise 05, task 4: the learning rate at which the baseline first fails
+# ----------------------------------------------------------------------------------------------------
+def right_threshold(lrs, final_losses, initial_loss, best_loss):
+    failed = ~(final_losses < initial_loss) | (final_losses > best_loss + 0.5)
+    return lrs[failed].min()
+
+
+def test_the_threshold_check_accepts_right_answers_written_several_ways(capsys):
+    assert ex05.check_failure_threshold(right_threshold).passed
+    assert ex05.check_failure_threshold(mutants.ex05.threshold_by_loop).passed
+    sort_first = lambda lrs, losses, l0, best: next(
+        lr for lr, loss in sorted(zip(lrs.tolist(), losses.tolist())) if not loss < l0 or loss > best + 0.5
+    )
+    assert ex05.check_failure_threshold(sort_first).passed
+    assert "✅ failure_threshold: all 7 cases match" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 777])
+def test_every_named_threshold_mistake_is_rejected_with_its_hint(seed):
+    check = ex05.FAILURE_THRESHOLD_CHECK
+    assert len(check.mistakes) >= 6
+    for hint, wrong in check.mistakes.items():
+        report = check.evaluate(wrong, seed)
+        assert report.status == "failed" and report.hint == hint, (hint[:50], seed)
+
+
+def test_wrong_thresholds_are_rejected(capsys):
+    wrong = {
+        "only the degraded rule, with >= l0 for divergence but no inf": lambda lrs, f, l0, b: lrs[f > b + 0.5].max(),
+        "a fixed answer": lambda lrs, f, l0, b: 0.1,
+        "the smallest learning rate of the grid": lambda lrs, f, l0, b: lrs.min(),
+        "a list instead of a number": lambda lrs, f, l0, b: lrs[(f > b + 0.5)].tolist(),
+        "raises": lambda lrs, f, l0, b: 1 / 0,
+    }
+    for what, fn in wrong.items():
+        assert not ex05.check_failure_threshold(fn).passed, what
+    from course_utils.experiments import SweepResult as Classifier  # the sweep's own verdicts: forbidden
+
+    def via_sweep_result(lrs, f, l0, b):
+        records = [
+            RunRecord("baseline", lr, loss, l0, 0.0, not loss < l0) for lr, loss in zip(lrs.tolist(), f.tolist())
+        ]
+        records.append(RunRecord("other", 1.0, b, l0, 0.0, False))
+        return min(r.lr for r in Classifier(records, PRESETS["quick"], "cpu").of("baseline") if not r.survived)
+
+    report = ex05.check_failure_threshold(via_sweep_result)
+    assert not report.passed and report.forbidden == ["course_utils.experiments.SweepResult"]
+    assert "Traceback" not in capsys.readouterr().out
+
+
+def test_the_reference_threshold_agrees_with_the_sweeps_verdicts():
+    """reference_failure_threshold applies the rule SweepResult applies: on random sweeps, the same learning rate."""
+    g = torch.Generator().manual_seed(0)
+    for _ in range(200):
+        lrs = sorted(set((10 ** (torch.rand(5, generator=g) * 3 - 3)).tolist()))
+        recs = []
+        for v in ("baseline", "qk_norm"):
+            for lr in lrs:
+                u = float(torch.rand((), generator=g))
+                final = math.inf if u < 0.15 else 2.0 + 3.0 * float(torch.rand((), generator=g))
+                recs.append(RunRecord(v, lr, final, 4.2, 1.0, not final < 4.2))
+        sweep = SweepResult(recs, PRESETS["quick"], "cpu")
+        failed = [r.lr for r in sweep.of("baseline") if not r.survived]
+        if not failed:
+            continue
+        assert float(ex05.reference_failure_threshold(*ex05.sweep_arguments(sweep))) == min(failed)
+
+
+def test_the_threshold_on_a_sweep_is_compared_with_its_verdicts(capsys):
+    sweep = fake_result()  # the baseline: ok at 0.01, degraded at 0.1, diverged at 1.0
+    assert ex05.check_threshold_on_sweep(right_threshold, sweep) == 0.1
+    out = capsys.readouterr().out
+    assert "✅" in out and "first fails at lr 0.1" in out and "QK-Norm at the same learning rates" in out
+    assert "0.1 ✓ ok, 1 ✓ ok" in out
+    assert ex05.check_threshold_on_sweep(mutants.ex05.threshold_largest_failure, sweep) is None
+    assert "❌" in capsys.readouterr().out
+
+    def not_yet(*args):
+        raise NotImplementedError()
+
+    trained = SweepResult([record("baseline", 0.01, 2.1), record("qk_norm", 0.01, 2.0)], PRESETS["quick"], "cpu")
+    broken = fake_result()
+    broken.records = None
+    for fn, sweep_, words in [
+        (not_yet, fake_result(), "not implemented yet"),
+        (lambda *a: 1 / 0, fake_result(), "ZeroDivisionError"),
+        (lambda *a: "0.1", fake_result(), "❌"),
+        (right_threshold, None, "task 4a"),
+        (right_threshold, trained, "no threshold"),
+        (right_threshold, broken, "could not be read"),
+    ]:
+        assert ex05.check_threshold_on_sweep(fn, sweep_) is None
+        out = capsys.readouterr().out
+        assert words in out and "Traceback" not in out, (words, out)
+
+
+# ----------------------------------------------------------------------------------------------------
+# the chapter's figures (course_utils.stability_plots): readable in a room, on hand-made records
+# ----------------------------------------------------------------------------------------------------
+def test_the_chapters_figures_pass_the_room_check():
+    import matplotlib.pyplot as plt
+
+    from course_utils import stability_plots as plots
+    from course_utils.figures import figure_problems
+
+    scales = torch.logspace(-2, 3, 11)
+    logits = torch.randn(64)
+    weights = torch.softmax(scales[:, None] * logits[None, :], dim=-1)
+    r = fake_result()
+    figures = [
+        plots.saturation(scales, -(weights * weights.log()).sum(-1), weights.max(-1).values, 64),
+        plots.attention_weights(logits, 0.5),
+        plots.softcap_curves(),
+        plots.loss_vs_lr(r),
+        plots.probes(r, 1.0, 16),
+        plots.sensitivity_bars(r.sensitivity(), r.lrs),
+        plots.max_logit_curves(r),
+    ]
+    for fig in figures:
+        assert figure_problems(fig) == [], fig.axes[0].get_title()
+        plt.close(fig)
 
 
 def test_exercise_question():

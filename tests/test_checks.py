@@ -124,6 +124,16 @@ def test_in_place_modification_is_caught():
     assert report.status == "failed" and "in place" in report.text()
 
 
+def test_a_nan_in_an_argument_is_not_mistaken_for_a_change():
+    from course_utils.checks.core import changed_in_place
+
+    x = torch.tensor([1.0, float("nan"), 3.0])
+    assert not changed_in_place((x,), (x.clone(),))  # torch.equal would say NaN != NaN
+    assert changed_in_place((x,), (torch.tensor([1.0, float("nan"), 4.0]),))
+    assert changed_in_place((x,), (torch.tensor([1.0, 2.0, 3.0]),))
+    assert not changed_in_place((torch.arange(3),), (torch.arange(3),))
+
+
 def test_not_implemented_is_one_friendly_line():
     report = ex01.LAYER_NORM_CHECK.evaluate(not_implemented)
     assert report.status == "not-implemented"

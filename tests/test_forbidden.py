@@ -340,8 +340,8 @@ def _submissions(subs: Path) -> dict:
         "ex05_reference",
         nb,
         ex05_name,
-        4,
-        {"ex05.qk_norm_attention": 0, "ex05.softcap": 1, "ex05.attention_entropy": 2},
+        6,
+        {"ex05.qk_norm_attention": 0, "ex05.softcap": 1, "ex05.attention_entropy": 2, "ex05.failure_threshold": 2},
         ("course_utils.checks.ex05.reference_qk_norm_attention",),
     )
     return expect

@@ -226,11 +226,19 @@ def changed_in_place(before: tuple, after) -> bool:
     """Whether a call changed one of its tensor arguments: `before` are the case's arguments, `after`
     the copies the function received, as they were when it returned."""
     return any(
-        isinstance(a, torch.Tensor)
-        and isinstance(b, torch.Tensor)
-        and (a.shape != b.shape or not torch.equal(a, b.to(a.dtype)))
+        isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and not _same(a, b.to(a.dtype))
         for a, b in zip(after, before)
     )
+
+
+def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Equal shapes and values, NaN equal to NaN (torch.equal says a NaN differs from itself)."""
+    if a.shape != b.shape:
+        return False
+    if a.is_floating_point() or a.is_complex():
+        nan = a.isnan()
+        return torch.equal(nan, b.isnan()) and torch.equal(a[~nan], b[~nan])
+    return torch.equal(a, b)
 
 
 def _copies(args: tuple) -> tuple:

@@ -1,5 +1,6 @@
 """Checks for exercise 05 (QK-Norm attention): per-head QK-Norm attention, softcapping, attention entropy,
-the two-learning-rate mini sweep, and a question on its max-logit curves.
+a small learning-rate sweep and the learning rate at which its baseline first fails, and a question on its
+max-logit curves.
 
 The learner's attention is functional, with explicit weights, so that the check can load the very same
 weights into the chapter's `CausalSelfAttention(qk_norm="head")` and compare outputs. Its cases cover one
@@ -17,6 +18,7 @@ import math
 import torch
 
 from ..attention import CausalSelfAttention, RotaryEmbedding
+from ..experiments import DEGRADED_MARGIN
 from ..model import GPTConfig
 from .core import Case, CheckReport, FunctionCheck, describe_exception
 from .forbidden import ATTENTION, Forbidden
@@ -35,6 +37,11 @@ __all__ = [
     "check_softcap",
     "check_attention_entropy",
     "check_mini_sweep",
+    "FAILURE_THRESHOLD_CHECK",
+    "reference_failure_threshold",
+    "check_failure_threshold",
+    "check_threshold_on_sweep",
+    "sweep_arguments",
 ]
 
 EPS = 1e-6
@@ -315,20 +322,23 @@ def check_attention_entropy(fn, seed: int = 0) -> CheckReport:
 
 
 # ----------------------------------------------------------------------------------------------------
-# the mini sweep
+# the sweep, and where the baseline breaks
 # ----------------------------------------------------------------------------------------------------
-MINI_LRS = (0.01, 0.3)
+MINI_LRS = (0.03, 0.05, 0.1, 0.3)
+MINI_STEPS = 100
+MINI_VARIANTS = ("baseline", "qk_norm")
 
 
 def check_mini_sweep(fn):
     """Run the learner's run_mini_sweep(), check the sweep it returns, print a verdict; return the result or None.
 
-    Expected: a stability_sweep result with the variants baseline and qk_norm at learning rates 0.01 and
-    0.3, in which the baseline's largest attention logit at 0.3 is at least 100x QK-Norm's.
+    Expected: a stability_sweep result with the variants baseline and qk_norm at the learning rates
+    MINI_LRS, in which the baseline's largest attention logit at the highest one is at least 100x QK-Norm's.
     """
     from ..experiments import SweepResult
 
     name = "mini_sweep"
+    call = f'stability_sweep({list(MINI_LRS)}, variants={MINI_VARIANTS}, preset="quick", steps={MINI_STEPS})'
     try:
         result = fn()
     except NotImplementedError:
@@ -340,41 +350,237 @@ def check_mini_sweep(fn):
     if not isinstance(result, SweepResult):
         print(
             f"❌ {name}: returned {type(result).__name__}, expected the result of stability_sweep(...)\n"
-            '   Hint: return stability_sweep([0.01, 0.3], variants=("baseline", "qk_norm"), ...).'
+            f"   Hint: return {call}."
         )
         return None
     try:
-        return _judge_mini_sweep(name, result)
+        return _judge_mini_sweep(name, result, call)
     except Exception as exc:  # a SweepResult built or changed by hand: records that cannot be read, a logit of 0
         print(
             f"❌ {name}: the sweep's records could not be judged ({type(exc).__name__})\n"
-            '   Hint: return stability_sweep([0.01, 0.3], variants=("baseline", "qk_norm"), ...) unchanged.'
+            f"   Hint: return {call} unchanged."
         )
         return None
 
 
-def _judge_mini_sweep(name: str, result):
+def _judge_mini_sweep(name: str, result, call: str):
     """Print the verdict on a SweepResult; return it when it passes, else None."""
     problems = []
-    if sorted(result.variants) != ["baseline", "qk_norm"]:
-        problems.append(f"variants {result.variants}, expected ['baseline', 'qk_norm']")
-    if len(result.lrs) != 2 or not all(math.isclose(a, b) for a, b in zip(result.lrs, MINI_LRS)):
-        problems.append(f"learning rates {result.lrs}, expected [0.01, 0.3]")
+    if sorted(result.variants) != sorted(MINI_VARIANTS):
+        problems.append(f"variants {result.variants}, expected {list(MINI_VARIANTS)}")
+    if len(result.lrs) != len(MINI_LRS) or not all(math.isclose(a, b) for a, b in zip(result.lrs, MINI_LRS)):
+        problems.append(f"learning rates {result.lrs}, expected {list(MINI_LRS)}")
     if problems:
-        print(
-            f"❌ {name}: " + "; ".join(problems) + "\n   Hint: pass lrs=[0.01, 0.3] and "
-            'variants=("baseline", "qk_norm") to stability_sweep.'
-        )
+        print(f"❌ {name}: " + "; ".join(problems) + f"\n   Hint: return {call}.")
         return None
-    ratio = result.get("baseline", 0.3).max_attn_logit / result.get("qk_norm", 0.3).max_attn_logit
+    top = max(MINI_LRS)
+    ratio = result.get("baseline", top).max_attn_logit / result.get("qk_norm", top).max_attn_logit
     if not ratio >= 100:
         print(
-            f"❌ {name}: at lr 0.3 the baseline's largest logit is only {ratio:.1f}x QK-Norm's (expected >= 100x)\n"
-            "   Hint: use the quick preset with at least 100 steps, so that the logits have time to grow."
+            f"❌ {name}: at lr {top:g} the baseline's largest logit is only {ratio:.1f}x QK-Norm's (expected >= 100x)\n"
+            f"   Hint: use the quick preset with at least {MINI_STEPS} steps, so that the logits have time to grow."
         )
         return None
-    print(f"✅ {name}: 4 runs; at lr 0.3 the baseline's largest attention logit is more than 100x QK-Norm's")
+    print(
+        f"✅ {name}: {len(result)} runs; at lr {top:g} the baseline's largest attention logit is more than 100x "
+        "QK-Norm's"
+    )
     return result
+
+
+def reference_failure_threshold(lrs, final_losses, initial_loss, best_loss):
+    """The smallest learning rate whose run failed, by the sweep's definitions (course_utils.experiments):
+
+    diverged  the final loss is not finite (the sweep records inf for a run whose training loss became NaN or
+              inf), or not below the untrained loss initial_loss;
+    degraded  the final loss is more than DEGRADED_MARGIN (0.5) nats above best_loss, the sweep's best.
+    """
+    lrs = torch.as_tensor(lrs, dtype=torch.float64)
+    losses = torch.as_tensor(final_losses, dtype=torch.float64)
+    diverged = ~torch.isfinite(losses) | ~(losses < initial_loss)
+    degraded = losses > best_loss + DEGRADED_MARGIN
+    failed = diverged | degraded
+    if not bool(failed.any()):
+        raise ValueError("no run failed: this grid has no failure threshold")
+    return lrs[failed].min()
+
+
+def _failed_mask(lrs, losses, initial_loss, best_loss, *, degraded="best", count_degraded=True, skip_inf=False):
+    """Which runs fail, with the known mistakes switched in (float64 tensors)."""
+    losses = torch.as_tensor(losses, dtype=torch.float64)
+    diverged = ~torch.isfinite(losses) | ~(losses < initial_loss)
+    if skip_inf:  # only the finite runs are looked at
+        diverged = diverged & torch.isfinite(losses)
+    if not count_degraded:
+        return diverged
+    reference = best_loss
+    if degraded == "own":  # the variant's own best run instead of the sweep's best
+        finite = losses[torch.isfinite(losses)]
+        reference = float(finite.min()) if finite.numel() else best_loss
+    degraded_runs = losses > reference + DEGRADED_MARGIN
+    return diverged | (degraded_runs & torch.isfinite(losses) if skip_inf else degraded_runs)
+
+
+def _threshold_mistake(pick="smallest_failing", **switches):
+    def wrong(lrs, final_losses, initial_loss, best_loss):
+        lrs = torch.as_tensor(lrs, dtype=torch.float64)
+        failed = _failed_mask(lrs, final_losses, initial_loss, best_loss, **switches)
+        if pick == "smallest_failing":
+            return lrs[failed].min()
+        if pick == "largest_failing":
+            return lrs[failed].max()
+        if pick == "largest_surviving":
+            return lrs[~failed].max()
+        if pick == "first_in_given_order":
+            return lrs[int(torch.nonzero(failed)[0])]
+        if pick == "tail_start":  # the first learning rate above which every run fails
+            order = torch.argsort(lrs)
+            survived = ~failed[order]
+            last_ok = int(torch.nonzero(survived)[-1]) if bool(survived.any()) else -1
+            return lrs[order][last_ok + 1]
+        raise ValueError(pick)
+
+    return wrong
+
+
+def _threshold_cases(g: torch.Generator) -> list:
+    def u(lo, hi):
+        return lo + (hi - lo) * float(torch.rand((), generator=g, dtype=torch.float64))
+
+    def grid(n):  # increasing learning rates, about 2x to 3.5x apart, from about 1e-3
+        lr, lrs = 10 ** u(-3.0, -2.5), []
+        for _ in range(n):
+            lrs.append(lr)
+            lr *= u(2.0, 3.5)
+        return lrs
+
+    def case(name, pattern, order=None):
+        best = u(2.0, 2.4)
+        l0 = best + u(1.8, 2.3)
+        loss = {
+            "best": lambda: best,  # the best run of the sweep
+            "ok": lambda: best + u(0.0, 0.35),  # within the margin of the best
+            "ok+": lambda: best + u(0.28, 0.35),  # within the margin, near its edge
+            "deg": lambda: best + u(0.7, 1.2),  # degraded: finite, below l0, far above the best
+            "near": lambda: best + u(0.6, 0.72),  # degraded, by a little
+            "far": lambda: best + u(1.4, 1.7),  # degraded, by a lot (still below l0)
+            "inf": lambda: math.inf,
+            "l0": lambda: l0 + u(0.0, 3.0),  # finite, but no better than the untrained model
+        }
+        lrs, losses = grid(len(pattern)), [loss[p]() for p in pattern]
+        if order is not None:  # the runs listed in another order than by learning rate
+            lrs, losses = [lrs[i] for i in order], [losses[i] for i in order]
+        args = (torch.tensor(lrs, dtype=torch.float64), torch.tensor(losses, dtype=torch.float64), l0, best)
+        return Case(name, args, reference_failure_threshold(*args))
+
+    return [
+        case("two runs train, one degrades, two diverge (inf)", ["best", "ok", "deg", "inf", "inf"]),
+        case("the first failure ends no better than the untrained model", ["ok", "best", "l0", "deg", "inf"]),
+        case("the first failure diverged (its loss is inf)", ["best", "ok", "inf", "deg", "l0"]),
+        case("the grid in no particular order", ["ok", "best", "ok", "deg", "deg", "inf"], order=[4, 0, 5, 1, 3, 2]),
+        case("this variant's best run is 0.3 nats above the sweep's best", ["ok+", "near", "far", "inf"]),
+        case("a failure, then a run that trains at a higher learning rate", ["best", "deg", "ok", "deg", "inf"]),
+        case("two learning rates", ["best", "l0"]),
+    ]
+
+
+FAILURE_THRESHOLD_CHECK = FunctionCheck(
+    name="failure_threshold",
+    make_cases=_threshold_cases,
+    tolerance=1e-6,
+    hint="a run failed when its loss is not finite, or not below initial_loss (diverged), or more than 0.5 above "
+    "best_loss (degraded); return the smallest learning rate among the failed runs, e.g. lrs[failed].min().",
+    mistakes={
+        "your answer counts only diverged runs. A run that ends more than 0.5 nats above best_loss failed too "
+        "(degraded): it trained, but lost most of what the best run learned.": _threshold_mistake(count_degraded=False),
+        "your answer measures the 0.5 nats from this variant's own best run. The margin is from best_loss, the "
+        "best run of the whole sweep: a variant that never gets close to it fails everywhere.": _threshold_mistake(
+            degraded="own"
+        ),
+        "your answer skips the runs whose loss is inf. Such a run diverged: it failed, and it may be the first "
+        "failure.": _threshold_mistake(skip_inf=True),
+        "your answer is the largest learning rate that trained, the other side of the threshold. Return the "
+        "smallest learning rate whose run failed.": _threshold_mistake(pick="largest_surviving"),
+        "your answer is the largest learning rate whose run failed. Return the smallest one.": _threshold_mistake(
+            pick="largest_failing"
+        ),
+        "your answer is the first failed run in the order the grid is given. The grid need not be sorted: take "
+        "the smallest learning rate among the failed runs.": _threshold_mistake(pick="first_in_given_order"),
+        "your answer is where the failures stop coming back (every run above it failed). The threshold is the "
+        "smallest learning rate whose run failed, even when a run at a higher learning rate trained again.": (
+            _threshold_mistake(pick="tail_start")
+        ),
+    },
+    reference=reference_failure_threshold,
+    nan_hint="your threshold is NaN or inf: an inf loss got into a sum or a product. Decide for each run whether "
+    "it failed, then take the smallest learning rate among the failed runs.",
+    forbidden=Forbidden(
+        calls=("course_utils.experiments.SweepResult",),
+        hint="decide for each run whether it diverged or degraded with comparisons of your own, as the task describes.",
+        why="SweepResult classifies the runs itself (its statuses are the verdicts this task asks you to compute).",
+    ),
+)
+
+
+def check_failure_threshold(fn, seed: int = 0) -> CheckReport:
+    """Check a learner's failure_threshold(lrs, final_losses, initial_loss, best_loss) on made-up sweeps."""
+    return FAILURE_THRESHOLD_CHECK(fn, seed)
+
+
+def sweep_arguments(sweep, variant: str = "baseline") -> tuple:
+    """(lrs, final_losses, initial_loss, best_loss) of one variant's runs in a SweepResult, as failure_threshold
+    takes them: float64 tensors by increasing learning rate, the variant's untrained loss, the sweep's best."""
+    runs = sweep.of(variant)
+    lrs = torch.tensor([r.lr for r in runs], dtype=torch.float64)
+    losses = torch.tensor([r.final_loss for r in runs], dtype=torch.float64)
+    best = min(r.final_loss for r in sweep if math.isfinite(r.final_loss))
+    return lrs, losses, runs[0].initial_loss, best
+
+
+def check_threshold_on_sweep(fn, sweep):
+    """Apply a learner's failure_threshold to the baseline's runs of a sweep, compare its answer with the sweep's
+    own verdicts (the measured threshold), print the verdict and QK-Norm's verdicts at the same learning rates.
+    Returns the threshold, or None when there is none or the answer is wrong; never raises."""
+    name = "failure_threshold on your sweep"
+    if sweep is None:
+        print(f"⏳ {name}: run the sweep of task 4a first.")
+        return None
+    try:
+        runs = sweep.of("baseline")
+        failed = [r.lr for r in runs if not r.survived]
+        if not runs or not failed:
+            print(f"ℹ️ {name}: the baseline trained at every learning rate of this sweep: no threshold to find.")
+            return None
+        measured = min(failed)
+        args = sweep_arguments(sweep)
+    except Exception as exc:  # a sweep built or changed by hand
+        print(f"❌ {name}: the sweep's records could not be read ({type(exc).__name__}); run task 4a's sweep again.")
+        return None
+    try:
+        out = fn(*args)
+        got = out.item() if isinstance(out, torch.Tensor) and out.numel() == 1 else out
+        if isinstance(got, bool) or not isinstance(got, (int, float)):
+            print(f"❌ {name}: returned {type(out).__name__}, expected a number (one learning rate)")
+            return None
+        got = float(got)
+    except NotImplementedError:
+        print(CheckReport(name, "not-implemented").text())
+        return None
+    except (Exception, SystemExit) as exc:
+        print(f"❌ {name}: raised {describe_exception(exc)}\n   Hint: {FAILURE_THRESHOLD_CHECK.hint}")
+        return None
+    if not math.isclose(got, measured, rel_tol=1e-6):
+        print(
+            f"❌ {name}: your function says {got:g}, but the sweep's verdicts say the baseline first fails at lr "
+            f"{measured:g}\n   Hint: compare your rule with the runs the sweep's table marks ✗."
+        )
+        return None
+    print(f"✅ {name}: the baseline first fails at lr {got:g}, as the sweep's verdicts say")
+    marks = {"ok": "✓ ok", "degraded": "✗ degraded", "diverged": "✗ diverged"}
+    others = [f"{r.lr:g} {marks.get(r.status, r.status)}" for r in sweep.of("qk_norm") if r.lr >= measured]
+    if others:
+        print("   QK-Norm at the same learning rates and above: " + ", ".join(others))
+    return got
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -382,13 +588,13 @@ def _judge_mini_sweep(name: str, result):
 # ----------------------------------------------------------------------------------------------------
 CURVE_QUESTION = MultipleChoice(
     id="ex05.curve",
-    prompt="Look at the max-logit curves of your mini sweep. What do they show?",
+    prompt="Look at the max-logit curves of your sweep. What do they show?",
     choices={
-        "a": "Both models' largest logit grows at the same rate; QK-Norm only changes the loss.",
-        "b": "At lr 0.3 the baseline's largest logit grows by orders of magnitude within the first few dozen "
-        "steps, while QK-Norm's stays in the tens: it can grow only as far as its learned gains allow.",
-        "c": "With QK-Norm the largest logit stays exactly at sqrt(d_head) = 4 for the whole run.",
-        "d": "The largest logit shrinks during training because of the learning-rate warmup.",
+        "a": "Both variants' largest logits grow at about the same rate; QK-Norm changes only how fast the loss falls.",
+        "b": "At high learning rates only the baseline's logit explodes; QK-Norm's grows as far as its gains let it.",
+        "c": "With QK-Norm the largest logit stays exactly at √d_head = 4, from the first training step to the last "
+        "one.",
+        "d": "The largest logits shrink during training, once the warmup is over and the learning rate stops rising.",
     },
     answer="b",
     explanation="without the norm the logit multiplies the growth of W_q, W_k and the gain of the norm before "
@@ -396,10 +602,12 @@ CURVE_QUESTION = MultipleChoice(
     "step can move a gain of 1 by 30 %, and in chapter 05's sweep they grew several-fold), but the logit can "
     "never pass the bound they set.",
     wrong_hints={
-        "a": "plot them on a log axis: one curve ends around 10^5 or more, the other in the tens.",
+        "a": "read the log axis: at the high learning rates the baseline's curves end orders of magnitude above "
+        "QK-Norm's, whatever the loss did.",
         "c": "sqrt(d_head) is the bound for *unit* gains; the gains are learned, so QK-Norm's logits do grow, "
-        "as far as the gains allow (look at the blue curve).",
-        "d": "warmup only lowers the learning rate during the first steps; both curves rise.",
+        "as far as the gains allow (look at the blue curves).",
+        "d": "warmup only lowers the learning rate during the first steps; it makes no logit shrink, and the curves "
+        "rise.",
     },
 )
 
@@ -409,8 +617,9 @@ EXERCISE = Exercise(
         Graded("qk_norm_attention", "qk_norm_attention", 4),
         Graded("softcap", "softcap", 1),
         Graded("attention_entropy", "attention_entropy", 2),
+        Graded("failure_threshold", "failure_threshold", 2),
         Graded("ex05.curve", "answer_max_logit_curve", 1),
     ],
-    checks=[QK_NORM_ATTENTION_CHECK, SOFTCAP_CHECK, ENTROPY_CHECK],
+    checks=[QK_NORM_ATTENTION_CHECK, SOFTCAP_CHECK, ENTROPY_CHECK, FAILURE_THRESHOLD_CHECK],
     questions=[CURVE_QUESTION],
 )

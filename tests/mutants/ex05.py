@@ -1,5 +1,5 @@
 """Exercise 05 (QK-Norm attention): qk_norm_attention(x, wq, wk, wv, wo, q_gain, k_gain, n_head, n_kv_head),
-softcap(s, cap) and attention_entropy(probs)."""
+softcap(s, cap), attention_entropy(probs) and failure_threshold(lrs, final_losses, initial_loss, best_loss)."""
 
 import math
 
@@ -288,10 +288,90 @@ def entropy_of_the_whole_tensor(probs):
     return -_plogp(probs).sum()
 
 
+# ----------------------------------------------------------------------------------------------------
+# failure_threshold
+# ----------------------------------------------------------------------------------------------------
+def threshold_by_loop(lrs, final_losses, initial_loss, best_loss):
+    """Correct: one run at a time in plain Python floats; `not loss < l0` also catches inf."""
+    smallest = math.inf
+    for lr, loss in zip(lrs.tolist(), final_losses.tolist()):
+        diverged = not loss < initial_loss
+        degraded = loss > best_loss + 0.5
+        if (diverged or degraded) and lr < smallest:
+            smallest = lr
+    return smallest
+
+
+def _runs(lrs, final_losses):
+    return sorted(zip(lrs.tolist(), final_losses.tolist()))  # by increasing learning rate
+
+
+def threshold_only_diverged(lrs, final_losses, initial_loss, best_loss):
+    """Counts only diverged runs (inf, or not below l0), not the degraded ones."""
+    return min(lr for lr, loss in _runs(lrs, final_losses) if not loss < initial_loss)
+
+
+def threshold_margin_from_l0(lrs, final_losses, initial_loss, best_loss):
+    """Degraded measured from the untrained loss: more than 0.5 nats *below l0* is taken as trained."""
+    return min(lr for lr, loss in _runs(lrs, final_losses) if not loss < initial_loss - 0.5)
+
+
+def threshold_own_best(lrs, final_losses, initial_loss, best_loss):
+    """The 0.5 nats measured from this variant's own best run instead of the sweep's best."""
+    own = min(loss for loss in final_losses.tolist() if math.isfinite(loss))
+    return min(lr for lr, loss in _runs(lrs, final_losses) if not loss < initial_loss or loss > own + 0.5)
+
+
+def threshold_one_nat_margin(lrs, final_losses, initial_loss, best_loss):
+    """A margin of 1 nat instead of 0.5."""
+    return min(lr for lr, loss in _runs(lrs, final_losses) if not loss < initial_loss or loss > best_loss + 1.0)
+
+
+def threshold_largest_that_trained(lrs, final_losses, initial_loss, best_loss):
+    """The largest learning rate whose run trained: the other side of the threshold."""
+    return max(lr for lr, loss in _runs(lrs, final_losses) if loss < initial_loss and loss <= best_loss + 0.5)
+
+
+def threshold_largest_failure(lrs, final_losses, initial_loss, best_loss):
+    """The largest learning rate whose run failed, not the smallest."""
+    failed = ~(final_losses < initial_loss) | (final_losses > best_loss + 0.5)
+    return lrs[failed].max()
+
+
+def threshold_first_failure_in_given_order(lrs, final_losses, initial_loss, best_loss):
+    """The first failed run in the order the grid is given, as if it were sorted."""
+    for lr, loss in zip(lrs.tolist(), final_losses.tolist()):
+        if not loss < initial_loss or loss > best_loss + 0.5:
+            return lr
+    return None
+
+
+def threshold_start_of_failing_tail(lrs, final_losses, initial_loss, best_loss):
+    """The learning rate after the last run that trained: where the failures stop coming back."""
+    runs = _runs(lrs, final_losses)
+    trained = [i for i, (lr, loss) in enumerate(runs) if loss < initial_loss and loss <= best_loss + 0.5]
+    return runs[trained[-1] + 1][0] if trained else runs[0][0]
+
+
+def threshold_skips_inf(lrs, final_losses, initial_loss, best_loss):
+    """Filters out the inf losses before the test, so a run that diverged is never counted."""
+    finite = torch.isfinite(final_losses)
+    failed = (final_losses[finite] >= initial_loss) | (final_losses[finite] > best_loss + 0.5)
+    return lrs[finite][failed].min()
+
+
+def threshold_index(lrs, final_losses, initial_loss, best_loss):
+    """The index of the first failed run (in increasing learning rate), not its learning rate."""
+    order = torch.argsort(lrs)
+    failed = ~(final_losses[order] < initial_loss) | (final_losses[order] > best_loss + 0.5)
+    return int(torch.nonzero(failed)[0])
+
+
 CORRECT = {
     "qk_norm_attention": qk_norm_attention_head_by_head,
     "softcap": softcap_from_exponentials,
     "attention_entropy": entropy_with_where,
+    "failure_threshold": threshold_by_loop,
 }
 MUTANTS = {
     "qk_norm_attention": [
@@ -330,5 +410,17 @@ MUTANTS = {
         entropy_nan_at_zero,
         entropy_normalized,
         entropy_of_the_whole_tensor,
+    ],
+    "failure_threshold": [
+        threshold_only_diverged,
+        threshold_margin_from_l0,
+        threshold_own_best,
+        threshold_one_nat_margin,
+        threshold_largest_that_trained,
+        threshold_largest_failure,
+        threshold_first_failure_in_given_order,
+        threshold_start_of_failing_tail,
+        threshold_skips_inf,
+        threshold_index,
     ],
 }
