@@ -26,6 +26,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from . import norms
+
 __all__ = ["RotaryEmbedding", "CausalSelfAttention", "softcap", "attention_entropy", "qk_norm_bound"]
 
 
@@ -91,12 +93,20 @@ class CausalSelfAttention(nn.Module):
         self.v_proj = nn.Linear(d, kv * self.d_head, bias=False)
         self.o_proj = nn.Linear(h * self.d_head, d, bias=False)
         self.qk_norm = cfg.qk_norm
+        # Gemma's (1 + w) gain applies to its q/k norms too; otherwise torch's RMSNorm (gain w, init 1)
+        plus_one = getattr(cfg, "gain", "w") == "1+w"
+
+        def rms(n):
+            return norms.RMSNorm(n, eps=1e-6, plus_one=True) if plus_one else nn.RMSNorm(n, eps=1e-6)
+
         if cfg.qk_norm == "head":
-            self.q_norm, self.k_norm = nn.RMSNorm(self.d_head, eps=1e-6), nn.RMSNorm(self.d_head, eps=1e-6)
+            self.q_norm, self.k_norm = rms(self.d_head), rms(self.d_head)
         elif cfg.qk_norm == "full":
-            self.q_norm, self.k_norm = nn.RMSNorm(h * self.d_head, eps=1e-6), nn.RMSNorm(kv * self.d_head, eps=1e-6)
+            self.q_norm, self.k_norm = rms(h * self.d_head), rms(kv * self.d_head)
         elif cfg.qk_norm is not None:
             raise ValueError(f"qk_norm must be None, 'head' or 'full', got {cfg.qk_norm!r}")
+        # Set to False to bypass the q/k norms without removing them (chapter 06 switches QK-Norm on mid-run).
+        self.qk_norm_on = True
         self.rope = RotaryEmbedding(self.d_head, cfg.block_size) if cfg.rope else None
         self.attn_softcap = cfg.attn_softcap
         self.record = False  # probe switch: store logit and entropy statistics on the next forward
@@ -109,10 +119,10 @@ class CausalSelfAttention(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B, T, _ = x.shape
         q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)
-        if self.qk_norm == "full":
+        if self.qk_norm == "full" and self.qk_norm_on:
             q, k = self.q_norm(q), self.k_norm(k)
         q, k, v = self._heads(q, self.n_head), self._heads(k, self.n_kv_head), self._heads(v, self.n_kv_head)
-        if self.qk_norm == "head":
+        if self.qk_norm == "head" and self.qk_norm_on:
             q, k = self.q_norm(q), self.k_norm(k)
         if self.rope is not None:
             q, k = self.rope(q), self.rope(k)

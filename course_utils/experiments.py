@@ -18,6 +18,10 @@ The variants (`VARIANTS`):
 * ``softcap``           s -> 50 tanh(s / 50) before the softmax (Gemma 2's attention cap)
 * ``qk_norm+softcap``   both
 
+Chapter 06 adds `EXTRA_VARIANTS` (z_loss, dyt, embed_l2, embed_sqrt_d, late_qk_norm: one change each to the
+baseline) and accepts every recipe of `course_utils.recipes` (gpt2, llama3, qwen3, gemma2, gemma3, olmo2) as a
+variant name. Each run also records the RMS of every linear layer's output (`RunRecord.output_rms`).
+
 What counts as a failed run (the stated definitions):
 
 * **diverged**: the training loss became NaN or infinite (training stops at that step), or the final
@@ -38,7 +42,10 @@ from __future__ import annotations
 
 import html
 import math
+import multiprocessing
+import os
 import time
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 
@@ -48,10 +55,14 @@ from .attention import qk_norm_bound
 from .data import Corpus
 from .env import pick_device
 from .model import GPTConfig, TinyGPT
+from .norms import gain_of
+from .recipes import RECIPES
 from .training import ProgressBar, TrainConfig, evaluate, train
 
 __all__ = [
     "VARIANTS",
+    "EXTRA_VARIANTS",
+    "variant_fields",
     "PRESETS",
     "Preset",
     "DIVERGED_DEFINITION",
@@ -70,6 +81,30 @@ VARIANTS = {
     "softcap": {"attn_softcap": 50.0},
     "qk_norm+softcap": {"qk_norm": "head", "attn_softcap": 50.0},
 }
+# Chapter 06: one change each to the baseline (a field of TrainConfig goes to training, the rest to the model).
+EXTRA_VARIANTS = {
+    "z_loss": {"z_loss": 1e-4},  # PaLM's and Wortsman et al.'s coefficient
+    "dyt": {"norm": "dyt"},  # Dynamic Tanh in every LayerNorm's place
+    "embed_l2": {"embed_scale": "l2"},  # e / |e| * sqrt(d)
+    "embed_sqrt_d": {"embed_scale": "sqrt_d"},  # e * sqrt(d), Gemma's constant
+    "late_qk_norm": {"qk_norm": "head", "qk_norm_from": 0.5},  # QK-Norm switched on halfway through
+}
+# Every recipe of course_utils.recipes (gpt2, llama3, qwen3, gemma2, gemma3, olmo2) is a variant too.
+
+
+def variant_fields(variant: str) -> tuple:
+    """(GPTConfig fields, TrainConfig fields) of a variant or a recipe."""
+    if variant in VARIANTS or variant in EXTRA_VARIANTS:
+        fields = VARIANTS[variant] if variant in VARIANTS else EXTRA_VARIANTS[variant]
+        train_names = TrainConfig.__dataclass_fields__
+        return (
+            {k: v for k, v in fields.items() if k not in train_names},
+            {k: v for k, v in fields.items() if k in train_names},
+        )
+    if variant in RECIPES:
+        return dict(RECIPES[variant].model), dict(RECIPES[variant].train)
+    raise ValueError(f"variant must be one of {list(VARIANTS) + list(EXTRA_VARIANTS) + list(RECIPES)}, got {variant!r}")
+
 
 DEGRADED_MARGIN = 0.5  # nats above the sweep's best final loss
 DIVERGED_DEFINITION = (
@@ -160,13 +195,12 @@ def _corpus(n_sentences: int) -> Corpus:
 def build_run(preset: Preset | str, variant: str, lr: float, seed: int = 0, steps: int | None = None):
     """(GPTConfig, TrainConfig, Corpus) of one run of the sweep; builds nothing on any device."""
     preset = resolve_preset(preset) if isinstance(preset, str) else preset
-    if variant not in VARIANTS:
-        raise ValueError(f"variant must be one of {list(VARIANTS)}, got {variant!r}")
+    model_fields, train_fields = variant_fields(variant)
     if not lr > 0:
         raise ValueError(f"learning rates must be positive, got {lr!r}")
     corpus = _corpus(preset.n_sentences)
-    model_cfg = GPTConfig(vocab_size=corpus.vocab_size, **preset.model, **VARIANTS[variant])
-    train_cfg = TrainConfig(lr=float(lr), seed=seed, **preset.train)
+    model_cfg = GPTConfig(vocab_size=corpus.vocab_size, **preset.model, **model_fields)
+    train_cfg = TrainConfig(lr=float(lr), seed=seed, **{**preset.train, **train_fields})
     if steps is not None:
         train_cfg = replace(train_cfg, steps=steps, warmup=min(train_cfg.warmup, max(1, steps // 4)))
     return model_cfg, train_cfg, corpus
@@ -195,6 +229,9 @@ class RunRecord:
     gain_q: list = field(default_factory=list)  # max over layers of max|g_q|
     gain_k: list = field(default_factory=list)  # max over layers of max|g_k|
     qk_bound: list = field(default_factory=list)  # max over layers of sqrt(d_head) * max|g_q| * max|g_k|
+    # Rybakov et al. 2024: per probe step, the RMS of each linear layer's output (max over blocks) for
+    # "QKV" (q, k and v projections together), "Proj" (attention output), "FC1" and "FC2" (the MLP's two layers)
+    output_rms: dict = field(default_factory=dict)
     tokens: int = 0  # tokens trained on
     seconds: float = 0.0  # wall time of the run (varies by machine: never printed in a stored output)
 
@@ -444,11 +481,58 @@ class _GainProbe:
     def __call__(self, step: int) -> None:
         if not self.layers or not self.every or not (step % self.every == 0 or step == self.last):
             return
-        gq = [float(a.q_norm.weight.detach().abs().max()) for a in self.layers]
-        gk = [float(a.k_norm.weight.detach().abs().max()) for a in self.layers]
+        gq = [float(gain_of(a.q_norm).detach().abs().max()) for a in self.layers]
+        gk = [float(gain_of(a.k_norm).detach().abs().max()) for a in self.layers]
         self.gain_q.append(max(gq))
         self.gain_k.append(max(gk))
-        self.bound.append(max(qk_norm_bound(a.d_head, a.q_norm.weight, a.k_norm.weight) for a in self.layers))
+        self.bound.append(max(qk_norm_bound(a.d_head, gain_of(a.q_norm), gain_of(a.k_norm)) for a in self.layers))
+
+
+class _OutputProbe:
+    """The RMS of every linear layer's output at the probe steps (Rybakov et al. 2024, arXiv 2410.16682).
+
+    Their measurement: in a run that is about to fail, the outputs of the QKV, Proj and FC2 layers grow
+    step after step. Forward hooks read the outputs only when the training loop switched the attention
+    probes on for the step (`attn.record`), so the other steps cost nothing.
+    """
+
+    LAYERS = {
+        "QKV": ("attn.q_proj", "attn.k_proj", "attn.v_proj"),
+        "Proj": ("attn.o_proj",),
+        "FC1": ("mlp.up",),
+        "FC2": ("mlp.down",),
+    }
+
+    def __init__(self, model):
+        self.rms = {name: [] for name in self.LAYERS}
+        self._sums: dict = {}  # (block index, name) -> [sum of squares, count] for the current step
+        self._handles = []
+        for i, block in enumerate(getattr(model, "blocks", [])):
+            for name, paths in self.LAYERS.items():
+                for path in paths:
+                    hook = self._hook(block.attn, i, name)
+                    self._handles.append(block.get_submodule(path).register_forward_hook(hook))
+
+    def _hook(self, attn, i, name):
+        def hook(module, inputs, out):
+            if attn.record:
+                acc = self._sums.setdefault((i, name), [0.0, 0])
+                acc[0] += float(out.detach().float().pow(2).sum())
+                acc[1] += out.numel()
+
+        return hook
+
+    def __call__(self, step: int) -> None:  # after the backward pass: the forward of this step is complete
+        if not self._sums:
+            return
+        for name in self.LAYERS:
+            per_block = [math.sqrt(s / n) for (i, nm), (s, n) in self._sums.items() if nm == name]
+            self.rms[name].append(max(per_block))
+        self._sums = {}
+
+    def remove(self) -> None:
+        for h in self._handles:
+            h.remove()
 
 
 def _run_one(preset: Preset, variant: str, lr: float, seed: int, device: torch.device, steps, progress) -> RunRecord:
@@ -465,14 +549,17 @@ def _run_one(preset: Preset, variant: str, lr: float, seed: int, device: torch.d
     initial = evaluate(model, corpus, **eval_kw)
     bar = ProgressBar(train_cfg.steps, f"{variant:>15s} lr {lr:<6g}") if progress else None
     gains = _GainProbe(model, train_cfg)
+    outputs = _OutputProbe(model)
     start = time.perf_counter()
 
     def callback(step, m, loss):  # after the backward pass, before the optimizer step
         gains(step)
+        outputs(step)
         if bar:
             bar.update()
 
     history = train(model, corpus, train_cfg, label=variant, device=device, progress=False, callback=callback)
+    outputs.remove()
     final = math.inf if history.diverged else evaluate(model, corpus, **eval_kw)
     seconds = time.perf_counter() - start
     if not math.isfinite(final):
@@ -494,15 +581,12 @@ def _run_one(preset: Preset, variant: str, lr: float, seed: int, device: torch.d
         gain_q=gains.gain_q,
         gain_k=gains.gain_k,
         qk_bound=gains.bound,
+        output_rms=outputs.rms,
         tokens=len(history.losses) * train_cfg.batch_size * train_cfg.block_size,
         seconds=seconds,
     )
     if bar:
-        bar.close(
-            ("diverged" + (f" at step {history.diverged_at}" if history.diverged_at is not None else ""))
-            if diverged
-            else "done"
-        )
+        bar.close(_bar_note(record))
     return record
 
 
@@ -515,6 +599,7 @@ def stability_sweep(
     *,
     steps: int | None = None,
     progress: bool = True,
+    workers: int | str = 1,
 ) -> SweepResult:
     """Train one tiny GPT per (variant, learning rate) and return their records as a SweepResult.
 
@@ -522,6 +607,11 @@ def stability_sweep(
     "gpu" or "auto". device: None for the preset's (cpu for quick, cuda for gpu). steps overrides the
     preset's number of steps (for tests). Runs go variant by variant, each LR grid in increasing order;
     each prints one progress line.
+
+    workers: how many runs train at once on the CPU, each in its own process with the preset's thread count
+    ("auto": one per CPU core). Every run is independent and seeded, so the records are the same for any
+    number of workers; only the wall time changes. On a GPU the runs go one after another. In a script (not a
+    notebook), call it under `if __name__ == "__main__":`, as Python's multiprocessing requires.
     """
     spec = resolve_preset(preset)
     lrs = list(spec.lrs if lrs is None else lrs)
@@ -529,8 +619,7 @@ def stability_sweep(
         raise ValueError("give at least one learning rate")
     variants = [variants] if isinstance(variants, str) else list(variants)
     for v in variants:
-        if v not in VARIANTS:
-            raise ValueError(f"variant must be one of {list(VARIANTS)}, got {v!r}")
+        variant_fields(v)  # raises for an unknown name
     if device is None:
         if spec.device == "cuda" and not torch.cuda.is_available():
             raise RuntimeError(
@@ -539,9 +628,35 @@ def stability_sweep(
             )
         device = spec.device
     device = torch.device(device)
-    records = []
-    with _threads(spec.threads, device):
-        for v in variants:
-            for lr in sorted(lrs):
-                records.append(_run_one(spec, v, lr, seed, device, steps, progress))
+    jobs = [(v, lr) for v in variants for lr in sorted(lrs)]
+    n_workers = (os.cpu_count() or 1) if workers == "auto" else int(workers)
+    n_workers = max(1, min(n_workers, len(jobs))) if device.type == "cpu" else 1
+    if n_workers == 1:
+        with _threads(spec.threads, device):
+            records = [_run_one(spec, v, lr, seed, device, steps, progress) for v, lr in jobs]
+        return SweepResult(records, spec, device.type)
+    # "spawn" starts clean interpreters on every OS (fork is unsafe once torch has started its threads)
+    with ProcessPoolExecutor(n_workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = [pool.submit(_run_in_worker, spec, v, lr, seed, steps) for v, lr in jobs]
+        records = []
+        for (v, lr), future in zip(jobs, futures):  # in the serial order, so the printed lines are the same
+            record = future.result()
+            records.append(record)
+            if progress:  # the line the serial run's bar ends on
+                bar = ProgressBar(spec.train["steps"] if steps is None else steps, f"{v:>15s} lr {lr:<6g}")
+                bar.n = len(record.losses)
+                bar.close(_bar_note(record))
     return SweepResult(records, spec, device.type)
+
+
+def _bar_note(record: RunRecord) -> str:
+    if not record.diverged:
+        return "done"
+    return "diverged" + (f" at step {record.diverged_at}" if record.diverged_at is not None else "")
+
+
+def _run_in_worker(spec: Preset, variant: str, lr: float, seed: int, steps) -> RunRecord:
+    """One run in a worker process (module level, so that a spawned process can import it)."""
+    device = torch.device("cpu")
+    with _threads(spec.threads, device):
+        return _run_one(spec, variant, lr, seed, device, steps, progress=False)

@@ -12,12 +12,20 @@ Where the norm sits in a block (F is attention or the MLP):
     reordered  x = x + Norm(F(x))         OLMo 2's "reordered norm" (arXiv 2501.00656): only the sub-layer's
                                           output is normalized; its input is the raw stream
 
+Switches for the recipes of real models (chapter 06; each default keeps the plain model):
+
+    gain="1+w"            Gemma's RMSNorm gain: the parameter starts at 0 and the layer multiplies by (1 + w)
+    embed_scale="sqrt_d"  Gemma: the embedding lookup is multiplied by sqrt(d_model) (a constant, not a norm)
+    embed_scale="l2"      e / |e| * sqrt(d_model): every embedding row put on a sphere (the digest's formula)
+    norm="dyt"            Dynamic Tanh (arXiv 2503.10622) in every norm's place: weight * tanh(alpha x) + bias
+
 The rest is deliberately plain: token embedding, RoPE inside attention (no learned positions),
 a GELU MLP, no biases in the linear layers, weights drawn from N(0, 0.02).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -37,7 +45,7 @@ class GPTConfig:
     n_layer: int = 2
     n_head: int = 4
     d_model: int = 64
-    norm: str = "layernorm"  # "layernorm" | "rmsnorm"
+    norm: str = "layernorm"  # "layernorm" | "rmsnorm" | "dyt" (Dynamic Tanh, no statistics)
     placement: str = "pre"  # "pre" | "post" | "peri" (Gemma 2/3) | "reordered" (OLMo 2)
     qk_norm: str | None = None  # None | "head" | "full"
     attn_softcap: float | None = None  # Gemma 2 uses 50.0
@@ -47,13 +55,18 @@ class GPTConfig:
     mlp_ratio: int = 4
     norm_impl: str = "torch"  # "torch" (nn.LayerNorm / nn.RMSNorm) or "course" (course_utils.norms, readable)
     init_std: float = 0.02
+    gain: str = "w"  # "w" | "1+w" (Gemma 2 and 3: RMSNorm gains stored as w, applied as 1 + w)
+    embed_scale: str | None = None  # None | "sqrt_d" (Gemma: times sqrt(d_model)) | "l2" (e / |e| * sqrt(d_model))
+    dyt_alpha: float = 0.5  # DyT's initial alpha (the official code's default)
 
     def __post_init__(self):
         choices = {
-            "norm": ("layernorm", "rmsnorm"),
+            "norm": ("layernorm", "rmsnorm", "dyt"),
             "placement": ("pre", "post", "peri", "reordered"),
             "qk_norm": (None, "head", "full"),
             "norm_impl": ("torch", "course"),
+            "gain": ("w", "1+w"),
+            "embed_scale": (None, "sqrt_d", "l2"),
         }
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
@@ -62,11 +75,19 @@ class GPTConfig:
             value = getattr(self, name)
             if value is not None and not value > 0:
                 raise ValueError(f"GPTConfig.{name} must be None or > 0, got {value!r}")
+        if self.gain == "1+w" and self.norm != "rmsnorm":
+            raise ValueError(
+                f"GPTConfig.gain='1+w' is Gemma's RMSNorm form; it needs norm='rmsnorm', got {self.norm!r}"
+            )
 
 
 def make_norm(cfg: GPTConfig, d: int | None = None) -> nn.Module:
     """The norm the config asks for, from torch or from course_utils.norms (the same math)."""
     d = d or cfg.d_model
+    if cfg.norm == "dyt":
+        return norms.DynamicTanh(d, alpha0=cfg.dyt_alpha)
+    if cfg.gain == "1+w":
+        return norms.RMSNorm(d, eps=1e-6, plus_one=True)
     if cfg.norm_impl == "course":
         return norms.LayerNorm(d) if cfg.norm == "layernorm" else norms.RMSNorm(d)
     return nn.LayerNorm(d) if cfg.norm == "layernorm" else nn.RMSNorm(d, eps=1e-6)
@@ -146,6 +167,10 @@ class TinyGPT(nn.Module):
         if T > self.cfg.block_size:
             raise ValueError(f"sequence length {T} exceeds block_size {self.cfg.block_size}")
         x = self.embed(idx)
+        if self.cfg.embed_scale == "sqrt_d":
+            x = x * math.sqrt(self.cfg.d_model)
+        elif self.cfg.embed_scale == "l2":
+            x = F.normalize(x, dim=-1) * math.sqrt(self.cfg.d_model)
         for block in self.blocks:
             x = block(x)
         logits = self.lm_head(self.norm_f(x))
@@ -166,7 +191,8 @@ def parameter_count(cfg: GPTConfig) -> int:
     """The number of parameters TinyGPT(cfg) has, from the formula (a test checks it against the model)."""
     d, h = cfg.d_model, cfg.n_head
     d_head, kv = d // h, cfg.n_kv_head or h
-    norm = 2 * d if cfg.norm == "layernorm" else d  # LayerNorm: gain and bias; RMSNorm: gain only
+    # LayerNorm: gain and bias; RMSNorm: gain only; DyT: gain, bias and one alpha
+    norm = {"layernorm": 2 * d, "rmsnorm": d, "dyt": 2 * d + 1}[cfg.norm]
     attention = d * h * d_head + 2 * d * kv * d_head + h * d_head * d
     if cfg.qk_norm == "head":
         attention += 2 * d_head

@@ -8,6 +8,7 @@ shapes, dtypes and eps values.
 
     layer_norm(x)  = (x - mean(x)) / sqrt(var(x) + eps) * weight + bias     over the last dim
     rms_norm(x)    =  x / sqrt(mean(x**2) + eps) * weight                   over the last dim
+    dynamic_tanh(x) = tanh(alpha * x) * weight + bias                       elementwise: no statistics at all
     batch_norm(x)  = (x - mean_B(x)) / sqrt(var_B(x) + eps) * weight + bias over every dim but the last
 
 `var` is always the *biased* variance (divide by n, not n - 1): the normalization uses the
@@ -23,7 +24,7 @@ from numbers import Real
 import torch
 from torch import nn
 
-__all__ = ["layer_norm", "rms_norm", "batch_norm", "LayerNorm", "RMSNorm", "BatchNorm"]
+__all__ = ["layer_norm", "rms_norm", "batch_norm", "LayerNorm", "RMSNorm", "BatchNorm", "DynamicTanh", "gain_of"]
 
 _LOW_PRECISION = (torch.float16, torch.bfloat16)
 
@@ -204,19 +205,55 @@ class LayerNorm(nn.Module):
 
 
 class RMSNorm(nn.Module):
-    """`rms_norm` with a learnable gain initialized to 1."""
+    """`rms_norm` with a learnable gain initialized to 1.
 
-    def __init__(self, d: int, eps: float = 1e-6):
+    plus_one=True is Gemma's form: the stored parameter w starts at 0 and the gain is (1 + w). At the start the
+    two forms compute the same thing, and under Adam without weight decay they train identically (the gradient
+    with respect to w is the same either way). They part ways under weight decay, which pulls w towards 0: a
+    plain gain decays towards 0 (switching the feature off), a (1 + w) gain towards 1 (leaving it alone).
+    """
+
+    def __init__(self, d: int, eps: float = 1e-6, plus_one: bool = False):
         super().__init__()
         _check_eps(eps, "RMSNorm")
-        self.eps = eps
-        self.weight = nn.Parameter(torch.ones(d))
+        self.eps, self.plus_one = eps, plus_one
+        self.weight = nn.Parameter(torch.zeros(d) if plus_one else torch.ones(d))
 
     def forward(self, x):
-        return rms_norm(x, self.weight, self.eps)
+        return rms_norm(x, gain_of(self), self.eps)
 
     def extra_repr(self):
-        return f"{self.weight.shape[0]}, eps={self.eps}"
+        return f"{self.weight.shape[0]}, eps={self.eps}" + (", gain=1+w" if self.plus_one else "")
+
+
+def gain_of(norm: nn.Module) -> torch.Tensor:
+    """The gain a norm layer multiplies by: its weight, or 1 + weight for the plus_one (Gemma) form."""
+    return norm.weight + 1 if getattr(norm, "plus_one", False) else norm.weight
+
+
+class DynamicTanh(nn.Module):
+    """DyT (Zhu, Chen, He, LeCun and Liu 2025, arXiv 2503.10622): a norm layer's place, without statistics.
+
+        DyT(x) = weight * tanh(alpha * x) + bias        alpha: one learnable scalar, initialized to alpha0
+
+    It reads no mean and no variance: each element is squashed on its own, so nothing bounds the vector's
+    size as a whole; tanh bounds every element to [-1, 1] before the gain. The paper's observation is that
+    trained LayerNorms map their inputs along S-shaped curves, which tanh imitates. The official code
+    (jiachenzhu/DyT, dynamic_tanh.py) initializes alpha to 0.5, weight to 1 and bias to 0.
+    """
+
+    def __init__(self, d: int, alpha0: float = 0.5, bias: bool = True):
+        super().__init__()
+        self.alpha = nn.Parameter(torch.tensor(float(alpha0)))
+        self.weight = nn.Parameter(torch.ones(d))
+        self.bias = nn.Parameter(torch.zeros(d)) if bias else None
+
+    def forward(self, x):
+        y = torch.tanh(self.alpha * x) * self.weight
+        return y if self.bias is None else y + self.bias
+
+    def extra_repr(self):
+        return f"{self.weight.shape[0]}, alpha={float(self.alpha):g}, bias={self.bias is not None}"
 
 
 class BatchNorm(nn.Module):

@@ -21,7 +21,7 @@ import torch
 
 from .model import lm_loss
 
-__all__ = ["TrainConfig", "History", "ProgressBar", "lr_at", "train", "evaluate"]
+__all__ = ["TrainConfig", "History", "ProgressBar", "lr_at", "z_loss_term", "train", "evaluate"]
 
 
 @dataclass
@@ -37,6 +37,8 @@ class TrainConfig:
     seed: int = 0  # the batches' order
     record_every: int = 10  # attention probes every this many steps (0 = never)
     amp: bool = False  # bf16 autocast (on CUDA)
+    z_loss: float = 0.0  # PaLM's auxiliary loss: + z_loss * mean(logsumexp(logits)^2) (PaLM 1e-4, OLMo 2 1e-5)
+    qk_norm_from: float | None = None  # QK-Norm layers stay bypassed until this fraction of the steps (chapter 06)
 
 
 @dataclass
@@ -104,6 +106,10 @@ def train(
 
     callback(step, model, loss), if given, runs after each backward pass and before the optimizer
     step (gradients are available there, e.g. for per-layer gradient norms).
+
+    The recorded loss is always the cross-entropy; with cfg.z_loss > 0 the optimized loss adds
+    cfg.z_loss * z_loss_term(logits). With cfg.qk_norm_from = f, every attention layer's q/k norms are
+    bypassed (`qk_norm_on = False`) until step int(f * steps), then switched on with their gains at 1.
     """
     device = torch.device(device) if device is not None else next(model.parameters()).device
     model.to(device).train()
@@ -112,7 +118,13 @@ def train(
     history = History(label)
     bar = ProgressBar(cfg.steps, label) if progress else None
     layers = model.attention_layers() if hasattr(model, "attention_layers") else []
+    switch_step = None if cfg.qk_norm_from is None else int(cfg.qk_norm_from * cfg.steps)
+    if switch_step is not None and not any(getattr(layer, "qk_norm", None) for layer in layers):
+        raise ValueError("TrainConfig.qk_norm_from needs a model with QK-Norm layers to switch on")
     for step in range(cfg.steps):
+        if switch_step is not None:
+            for layer in layers:
+                layer.qk_norm_on = step >= switch_step
         lr = lr_at(step, cfg)
         for group in opt.param_groups:
             group["lr"] = lr
@@ -122,13 +134,16 @@ def train(
         x, y = corpus.batch("train", cfg.batch_size, cfg.block_size, generator)
         x, y = x.to(device), y.to(device)
         with _autocast(device, cfg.amp):
-            loss = lm_loss(model(x), y)
-        value = loss.item()
+            logits = model(x)
+            loss = lm_loss(logits, y)
+            if cfg.z_loss:
+                loss_ce, loss = loss, loss + cfg.z_loss * z_loss_term(logits)
+        value = (loss_ce if cfg.z_loss else loss).item()
         if probe and layers:
             history.probe_steps.append(step)
             history.max_logit.append(max(float(layer.stats["max_logit"].max()) for layer in layers))
             history.entropy.append(sum(float(layer.stats["entropy"].mean()) for layer in layers) / len(layers))
-        if not math.isfinite(value):
+        if not math.isfinite(value) or (cfg.z_loss and not math.isfinite(loss.item())):
             history.diverged, history.diverged_at = True, step
             break
         history.losses.append(value)
@@ -147,6 +162,15 @@ def train(
     if bar:
         bar.close("diverged" if history.diverged else "done")
     return history
+
+
+def z_loss_term(logits: torch.Tensor) -> torch.Tensor:
+    """mean(log(Z)^2) with log Z = logsumexp over the vocabulary: 0 when the softmax's normalizer Z is 1.
+
+    Cross-entropy does not care about a constant added to all logits of a position; this term does, and pulls
+    log Z towards 0, so the logits cannot drift upwards together (PaLM, arXiv 2204.02311; OLMo's train.py).
+    """
+    return logits.float().logsumexp(dim=-1).pow(2).mean()
 
 
 @torch.no_grad()
