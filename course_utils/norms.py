@@ -253,7 +253,7 @@ class DynamicTanh(nn.Module):
         return y if self.bias is None else y + self.bias
 
     def extra_repr(self):
-        return f"{self.weight.shape[0]}, alpha={float(self.alpha):g}, bias={self.bias is not None}"
+        return f"{self.weight.shape[0]}, alpha={self.alpha.item():g}, bias={self.bias is not None}"
 
 
 class BatchNorm(nn.Module):
