@@ -20,6 +20,7 @@ from course_utils.checks import MultipleChoice
 from conftest import ROOT
 
 MAX_SHARE_LONGEST = 0.40  # the right answer may be the longest option in at most this share of questions
+MAX_SHARE_PER_RANK = 0.40  # nor may any one length rank (longest, second longest, ...) hold it more often
 MIN_REASON_CHARS = 40  # a reason that teaches is a sentence, not "wrong" or "no"
 
 
@@ -88,6 +89,20 @@ def test_the_right_answer_is_not_given_away_by_its_length():
     assert share <= MAX_SHARE_LONGEST, f"the right answer is the longest option in {longest}"
 
 
+def length_rank(q) -> int:
+    """1 when the right answer is the longest option, 2 when one option is longer, and so on (ties share a rank)."""
+    right = len(q.choices[q.answer])
+    return 1 + sum(len(v) > right for v in q.choices.values())
+
+
+def test_no_length_rank_gives_the_right_answer_away():
+    """Avoiding "pick the longest" is not enough: if the answer is usually the second longest, that is the tell."""
+    ranks = Counter(length_rank(q) for q in ALL)
+    print(f"length rank of the right answer over {len(ALL)} questions: {dict(sorted(ranks.items()))}")
+    rank, count = ranks.most_common(1)[0]
+    assert count / len(ALL) <= MAX_SHARE_PER_RANK, f"the right answer has length rank {rank} in {count}/{len(ALL)}"
+
+
 def test_the_right_answer_is_not_always_at_the_same_letter():
     letters = Counter(q.answer for q in ALL)
     assert len(letters) >= 3, letters
@@ -107,6 +122,6 @@ def test_the_checks_catch_a_quiz_that_gives_itself_away():
         "it is right because it is right, and this sentence is long enough.",
         {"a": "wrong"},
     )
-    assert longest_is_right(give_away)
+    assert longest_is_right(give_away) and length_rank(give_away) == 1
     with pytest.raises(AssertionError):
         test_every_option_has_a_reason_that_teaches(give_away)
