@@ -24,7 +24,6 @@ more threads only add synchronization (on a busy 2-core machine, training took 1
 from __future__ import annotations
 
 import math
-from contextlib import contextmanager
 from dataclasses import replace
 
 import torch
@@ -32,6 +31,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import norms
+from .env import torch_threads
 from .model import GPTConfig, TinyGPT, lm_loss
 
 __all__ = [
@@ -51,15 +51,9 @@ __all__ = [
 LEAK_CONFIG = GPTConfig(vocab_size=16, block_size=8, n_layer=1, n_head=2, d_model=32)
 
 
-@contextmanager
 def one_thread():
-    """Run torch on one CPU thread inside the block, and restore the previous setting after it."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
+    """Run torch on one CPU thread inside the block (env.torch_threads(1))."""
+    return torch_threads(1)
 
 
 def with_batch_norm(model: nn.Module) -> nn.Module:

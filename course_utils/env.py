@@ -6,10 +6,38 @@ import os
 import platform
 import random
 import sys
+from contextlib import contextmanager
 
 import torch
 
-__all__ = ["seed_everything", "pick_device", "device_reason", "environment_report", "release", "course_releases"]
+__all__ = [
+    "torch_threads",
+    "seed_everything",
+    "pick_device",
+    "device_reason",
+    "environment_report",
+    "release",
+    "course_releases",
+]
+
+
+@contextmanager
+def torch_threads(n: int | None):
+    """Run torch on n CPU threads inside the block (None: leave as is), and restore the setting after it.
+
+    Small models are as fast on one thread as on several, and one thread makes their float sums come out the
+    same on every machine of the same CPU kind: the stored outputs of the training chapters rely on it.
+    Usable as a decorator too: @torch_threads(1).
+    """
+    if n is None:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def seed_everything(seed: int = 0) -> None:

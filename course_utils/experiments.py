@@ -46,14 +46,13 @@ import multiprocessing
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 
 import torch
 
 from .attention import qk_norm_bound
 from .data import Corpus
-from .env import pick_device
+from .env import pick_device, torch_threads
 from .model import GPTConfig, TinyGPT
 from .norms import gain_of
 from .recipes import RECIPES
@@ -452,17 +451,9 @@ def lr_sensitivity(final_losses, initial_loss) -> float:
 # ----------------------------------------------------------------------------------------------------
 # the sweep
 # ----------------------------------------------------------------------------------------------------
-@contextmanager
 def _threads(n: int | None, device: torch.device):
-    if n is None or device.type != "cpu":
-        yield
-        return
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
+    """The preset's thread count on the CPU; on a GPU the CPU threads are left alone."""
+    return torch_threads(n if device.type == "cpu" else None)
 
 
 class _GainProbe:
