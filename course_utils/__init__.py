@@ -9,12 +9,14 @@ Modules (import what you need; importing this package loads none of them, so it 
     diagrams    which elements share statistics: axis diagrams and the norm-axes explorer (chapter 03)
     display     cmp() and show_source()
     norm_cost   LayerNorm vs RMSNorm timing and the ATen operators each dispatches (chapter 02)
-    model       TinyGPT and GPTConfig: norm (layernorm | rmsnorm) and placement (pre | post | peri | reordered) switches
+    model       TinyGPT and GPTConfig: norm (layernorm | rmsnorm | dyt), placement (pre | post | peri | reordered),
+                gain (w | 1+w) and embedding-scale switches
     attention   causal attention with QK-Norm, RoPE, softcapping and logit/entropy probes
     data        the synthetic corpus (agreement, recall, copy) and its word tokenizer
     probes      opt-in gradient-norm, hidden-norm and attention probes (context managers, chapter 04)
     training    the training loop with warmup, probes and a deterministic progress bar
-    experiments the stability lab: stability_sweep(), lr_sensitivity() (chapter 05)
+    experiments the stability lab: stability_sweep(), lr_sensitivity() (chapter 05), recipes as variants (06)
+    recipes     the norm recipes of real models (GPT-2, Llama 3, Qwen3, Gemma 2/3, OLMo 2) and their cards (06)
     grade       `python -m course_utils.grade SUBMISSIONS...`: the instructors' batch grader
     grading     the grader itself: cli, run (one submission), kernel (the protocol), judge (the verdict)
     tracing     CallTrace: which of a set of functions a call really runs (the checks' forbidden calls)
