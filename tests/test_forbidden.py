@@ -31,7 +31,8 @@ import torch
 import torch.nn.functional as F
 
 import course_utils.norms
-from course_utils.checks import all_exercises, ex01, ex05, forbidden
+from course_utils.attention import RotaryEmbedding
+from course_utils.checks import all_exercises, ex01, ex05, ex06, forbidden
 from course_utils.checks.ex05 import reference_qk_norm_attention
 from course_utils.exercises import BEGIN, END
 from course_utils.norms import layer_norm as ln
@@ -135,6 +136,83 @@ def qk_functional_attention(x, wq, wk, wv, wo, q_gain, k_gain, n_head, n_kv_head
     return ex05.functional_attention(x, wq, wk, wv, wo, q_gain, k_gain, n_head, n_kv_head).float()
 
 
+def gemma_norm_functional(x, w, eps=1e-6):
+    return F.rms_norm(x.float(), x.shape[-1:], 1 + w.float(), eps).to(x.dtype)
+
+
+def gemma_norm_course_module(x, w, eps=1e-6):
+    norm = course_utils.norms.RMSNorm(x.shape[-1], eps=eps, plus_one=True)
+    with torch.no_grad():
+        norm.weight.copy_(w)
+    return norm(x.float()).to(x.dtype)
+
+
+def gemma_norm_torch_module(x, w, eps=1e-6):
+    return _loaded(torch.nn.RMSNorm(x.shape[-1], eps=eps), 1 + w.float(), None)(x.float()).to(x.dtype)
+
+
+def gemma_attention_sdpa(x, params, n_head):
+    B, T, D = x.shape
+    d_head = D // n_head
+    rope = RotaryEmbedding(d_head, T)
+
+    def heads(t):
+        return t.view(B, T, n_head, d_head).transpose(1, 2)
+
+    def norm(t, w):
+        return t / torch.sqrt(t.pow(2).mean(-1, keepdim=True) + 1e-6) * (1 + w)
+
+    q = rope(norm(heads(x @ params["q_proj.weight"].T), params["q_norm.weight"]))
+    k = rope(norm(heads(x @ params["k_proj.weight"].T), params["k_norm.weight"]))
+    y = F.scaled_dot_product_attention(q, k, heads(x @ params["v_proj.weight"].T), is_causal=True)
+    return y.transpose(1, 2).reshape(B, T, D) @ params["o_proj.weight"].T
+
+
+def gemma_block_with_sdpa_attention(x, params, n_head):
+    h = gemma_attention_sdpa(
+        gemma_norm_allowed(x, params["input_layernorm.weight"]), ex06.attention_params(params), n_head
+    )
+    x = x + gemma_norm_allowed(h, params["post_attention_layernorm.weight"])
+    h = ex06.mlp(gemma_norm_allowed(x, params["pre_feedforward_layernorm.weight"]), params)
+    return x + gemma_norm_allowed(h, params["post_feedforward_layernorm.weight"])
+
+
+def gemma_norm_allowed(x, w, eps=1e-6):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * (1 + w)
+
+
+def gemma_attention_ex05_functional(x, params, n_head):
+    p = params
+    args = (p["q_proj.weight"], p["k_proj.weight"], p["v_proj.weight"], p["o_proj.weight"])
+    return ex05.functional_attention(x, *args, 1 + p["q_norm.weight"], 1 + p["k_norm.weight"], n_head, n_head).float()
+
+
+def gemma_attention_course_module(x, params, n_head):
+    from course_utils.attention import CausalSelfAttention
+    from course_utils.recipes import recipe_config
+
+    layer = CausalSelfAttention(recipe_config("gemma3", d_model=x.shape[-1], n_head=n_head))
+    layer.load_state_dict(params)
+    return layer(x)
+
+
+def gemma_block_course_module(x, params, n_head):
+    from course_utils.model import Block
+    from course_utils.recipes import recipe_config
+
+    block = Block(recipe_config("gemma3", d_model=x.shape[-1], n_head=n_head))
+    block.load_state_dict({ex06.BLOCK_KEYS[k]: v for k, v in params.items()})
+    return block(x)
+
+
+def gemma_block_reference(x, params, n_head):
+    return ex06.reference_gemma3_block(x, params, n_head).to(x.dtype)
+
+
+def gemma_block_functional(x, params, n_head):
+    return ex06.functional_block(x, params, n_head).to(x.dtype)
+
+
 SHORTCUTS = [
     # (check, learner function, the name the verdict must give)
     (ex01.LAYER_NORM_CHECK, ln_functional, "torch.nn.functional.layer_norm"),
@@ -151,6 +229,16 @@ SHORTCUTS = [
     (ex05.QK_NORM_ATTENTION_CHECK, reference_qk_norm_attention, "course_utils.checks.ex05.reference_qk_norm_attention"),
     (ex05.QK_NORM_ATTENTION_CHECK, qk_reference, "course_utils.checks.ex05.reference_qk_norm_attention"),
     (ex05.QK_NORM_ATTENTION_CHECK, qk_functional_attention, "course_utils.checks.ex05.functional_attention"),
+    (ex06.GEMMA_RMS_NORM_CHECK, gemma_norm_functional, "torch.nn.functional.rms_norm"),
+    (ex06.GEMMA_RMS_NORM_CHECK, gemma_norm_course_module, "course_utils.norms.RMSNorm"),
+    (ex06.GEMMA_RMS_NORM_CHECK, gemma_norm_torch_module, "torch.nn.RMSNorm"),
+    (ex06.GEMMA_ATTENTION_CHECK, gemma_attention_sdpa, "torch.nn.functional.scaled_dot_product_attention"),
+    (ex06.GEMMA_ATTENTION_CHECK, gemma_attention_ex05_functional, "course_utils.checks.ex05.functional_attention"),
+    (ex06.GEMMA_ATTENTION_CHECK, gemma_attention_course_module, "course_utils.attention.CausalSelfAttention"),
+    (ex06.GEMMA3_BLOCK_CHECK, gemma_block_course_module, "course_utils.model.Block"),
+    (ex06.GEMMA3_BLOCK_CHECK, gemma_block_reference, "course_utils.checks.ex06.reference_gemma3_block"),
+    (ex06.GEMMA3_BLOCK_CHECK, gemma_block_functional, "course_utils.checks.ex06.functional_block"),
+    (ex06.GEMMA3_BLOCK_CHECK, gemma_block_with_sdpa_attention, "torch.nn.functional.scaled_dot_product_attention"),
 ]
 
 
@@ -206,6 +294,7 @@ def test_every_solution_passes_its_checks_with_no_forbidden_call(exercise):
 # ----------------------------------------------------------------------------------------------------
 EX01 = ROOT / "solutions" / "ex01_layernorm.ipynb"
 EX05 = ROOT / "solutions" / "ex05_qk_norm.ipynb"
+EX06 = ROOT / "solutions" / "ex06_recipes.ipynb"
 
 
 def replace_def(nb, name: str, source: str):
@@ -276,6 +365,24 @@ def qk_norm_attention(x, wq, wk, wv, wo, q_gain, k_gain, n_head, n_kv_head):
     return reference_qk_norm_attention(x, wq, wk, wv, wo, q_gain, k_gain, n_head, n_kv_head).float()
 """
 NO_SWEEP = "def run_mini_sweep():\n    raise NotImplementedError()  # keeps this test short\n"
+EX06_BLOCK = """\
+from course_utils.model import Block
+from course_utils.recipes import recipe_config
+from course_utils.checks.ex06 import BLOCK_KEYS
+
+def gemma3_block(x, params, n_head):
+    block = Block(recipe_config("gemma3", d_model=x.shape[-1], n_head=n_head))
+    block.load_state_dict({BLOCK_KEYS[k]: v for k, v in params.items()})
+    return block(x)
+"""
+
+
+def without_recipe_sweep(nb):
+    """Exercise 06 with its given sweep cells emptied (they train 6 runs; no graded item reads them)."""
+    for cell in nb.cells:
+        if cell.cell_type == "code" and ("stability_sweep(" in cell.source or "sweep_facts(sweep)" in cell.source):
+            cell.source = "sweep = facts = None  # keeps this test short"
+    return nb
 
 
 def _submissions(subs: Path) -> dict:
@@ -344,6 +451,14 @@ def _submissions(subs: Path) -> dict:
         {"ex05.qk_norm_attention": 0, "ex05.softcap": 1, "ex05.attention_entropy": 2, "ex05.failure_threshold": 2},
         ("course_utils.checks.ex05.reference_qk_norm_attention",),
     )
+    put(
+        "ex06_course_block",
+        replace_def(without_recipe_sweep(completed(EX06)), "gemma3_block", EX06_BLOCK),
+        "ex06_recipes.ipynb",
+        6,
+        {"ex06.gemma_rms_norm": 2, "ex06.gemma_attention": 3, "ex06.gemma3_block": 0, "ex06.sweep": 1},
+        ("course_utils.model.Block",),
+    )
     return expect
 
 
@@ -365,7 +480,7 @@ def graded(tmp_path_factory):
 
 
 LEARNERS = ["correct", "functional_and_var", "course_norms", "course_alias", "course_module", "obfuscated"]
-LEARNERS += ["trace_disabled", "ex05_reference"]
+LEARNERS += ["trace_disabled", "ex05_reference", "ex06_course_block"]
 
 
 @pytest.mark.slow

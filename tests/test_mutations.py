@@ -1,15 +1,16 @@
 """The mutation suite: every realistic wrong implementation of every graded function is rejected, in the notebook
 and by the grader, and the two agree; the right implementations are accepted everywhere.
 
-For each graded function of exercises 01-05 (found through the registry, `all_exercises()`), tests/mutants/ holds
+For each graded function of exercises 01-06 (found through the registry, `all_exercises()`), tests/mutants/ holds
 an independent correct implementation and a list of mutants: the check's named mistakes written as learner code,
 and the other slips learners make (eps ignored or hard-coded, a missing gain or bias, half precision not upcast,
 the wrong axis, momentum the wrong way round, ...). tests/mutants/harness.py says what each test asserts, at which
 31 seeds (the notebook's and 30 the grader could draw), along which two paths (the notebook's check and the
 grader's kernel messenger and judge).
 
-This file holds exercises 01, 02, 03 and 05 and the suite's own checks; tests/test_mutations_ex04.py exercise 04.
-Size: 12 functions, 128 mutants + 12 independent implementations, 31 seeds, 2 paths.
+This file holds exercises 01, 02, 03 and 05 and the suite's own checks; tests/test_mutations_ex04.py exercise 04,
+tests/test_mutations_ex06.py exercise 06.
+Size (with exercises 04 and 06): 16 functions, 179 mutants + 16 independent implementations, 31 seeds, 2 paths.
 """
 
 import json
@@ -34,7 +35,7 @@ def test_every_graded_function_has_mutants_and_an_independent_implementation():
         assert len(fns) >= 5, name
         described = [mutants.describe(fn) for fn in fns]
         assert len(set(described)) == len(described) and all(d != fn.__name__ for d, fn in zip(described, fns)), name
-    assert sorted(NAMES + harness.functions_of("ex04")) == sorted(harness.FUNCTION_ITEMS)
+    assert sorted(NAMES + harness.functions_of("ex04") + harness.functions_of("ex06")) == sorted(harness.FUNCTION_ITEMS)
     # what docs/grading.md promises: the notebook's seed and 30 distinct grader seeds, a margin of 10x
     assert len(set(harness.GRADER_SEEDS)) == 30 and harness.NOTEBOOK_SEED not in harness.GRADER_SEEDS
     assert harness.MIN_MARGIN == 10

@@ -1,6 +1,6 @@
 """Realistic wrong implementations of every graded function, for the mutation suite (tests/test_mutations.py).
 
-One module per exercise (ex01.py ... ex05.py). Each defines, keyed by the graded item's check name:
+One module per exercise (ex01.py ... ex06.py). Each defines, keyed by the graded item's check name:
 
     CORRECT   {check name: an independent correct implementation}, written the way a learner could write it
               and differently from the reference (course_utils.checks.exNN), with the operations the
@@ -18,9 +18,9 @@ Like a learner's function, a mutant takes the inputs of one case (float32, or fl
 case says so) and returns its answer in that dtype; it uses no random numbers.
 """
 
-from . import ex01, ex02, ex03, ex04, ex05
+from . import ex01, ex02, ex03, ex04, ex05, ex06
 
-MODULES = (ex01, ex02, ex03, ex04, ex05)
+MODULES = (ex01, ex02, ex03, ex04, ex05, ex06)
 CORRECT = {name: fn for module in MODULES for name, fn in module.CORRECT.items()}
 MUTANTS = {name: fns for module in MODULES for name, fns in module.MUTANTS.items()}
 

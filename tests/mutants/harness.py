@@ -1,6 +1,7 @@
 """The mutation suite's machinery: the seeds, the two paths that judge a function, and what each test asserts.
 
-tests/test_mutations.py (exercises 01, 02, 03, 05) and tests/test_mutations_ex04.py (exercise 04, whose checks build
+tests/test_mutations.py (exercises 01, 02, 03, 05), tests/test_mutations_ex06.py (exercise 06) and
+tests/test_mutations_ex04.py (exercise 04, whose checks build
 models) use it; two files, so that `make test` (pytest-xdist with --dist loadfile) runs them on both workers.
 
 Each variant of a graded function is judged at
