@@ -17,6 +17,8 @@ Modules (import what you need; importing this package loads none of them, so it 
     training    the training loop with warmup, probes and a deterministic progress bar
     experiments the stability lab: stability_sweep(), lr_sensitivity() (chapter 05), recipes as variants (06)
     recipes     the norm recipes of real models (GPT-2, Llama 3, Qwen3, Gemma 2/3, OLMo 2) and their cards (06)
+    recipe_lab  chapter 06's extra runs (log Z, QK-Norm switched on late, output growth) and its figures
+    digest_check the seed digest's claims about real models, checked against the recipes and cited code (06)
     grade       `python -m course_utils.grade SUBMISSIONS...`: the instructors' batch grader
     grading     the grader itself: cli, run (one submission), kernel (the protocol), judge (the verdict)
     tracing     CallTrace: which of a set of functions a call really runs (the checks' forbidden calls)

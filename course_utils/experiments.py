@@ -70,6 +70,8 @@ __all__ = [
     "SweepResult",
     "resolve_preset",
     "build_run",
+    "cpu_run",
+    "parallel_map",
     "stability_sweep",
     "lr_sensitivity",
 ]
@@ -620,24 +622,44 @@ def stability_sweep(
         device = spec.device
     device = torch.device(device)
     jobs = [(v, lr) for v in variants for lr in sorted(lrs)]
-    n_workers = (os.cpu_count() or 1) if workers == "auto" else int(workers)
-    n_workers = max(1, min(n_workers, len(jobs))) if device.type == "cpu" else 1
-    if n_workers == 1:
+    if device.type != "cpu" or _worker_count(workers, len(jobs)) == 1:
         with _threads(spec.threads, device):
             records = [_run_one(spec, v, lr, seed, device, steps, progress) for v, lr in jobs]
         return SweepResult(records, spec, device.type)
-    # "spawn" starts clean interpreters on every OS (fork is unsafe once torch has started its threads)
-    with ProcessPoolExecutor(n_workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = [pool.submit(_run_in_worker, spec, v, lr, seed, steps) for v, lr in jobs]
-        records = []
-        for (v, lr), future in zip(jobs, futures):  # in the serial order, so the printed lines are the same
-            record = future.result()
-            records.append(record)
-            if progress:  # the line the serial run's bar ends on
-                bar = ProgressBar(spec.train["steps"] if steps is None else steps, f"{v:>15s} lr {lr:<6g}")
-                bar.n = len(record.losses)
-                bar.close(_bar_note(record))
+    records = []
+    calls = [(spec, v, lr, seed, steps) for v, lr in jobs]
+    for (v, lr), record in zip(jobs, parallel_map(cpu_run, calls, workers)):  # in order: the same printed lines
+        records.append(record)
+        if progress:  # the line the serial run's bar ends on
+            bar = ProgressBar(spec.train["steps"] if steps is None else steps, f"{v:>15s} lr {lr:<6g}")
+            bar.n = len(record.losses)
+            bar.close(_bar_note(record))
     return SweepResult(records, spec, device.type)
+
+
+def _worker_count(workers, n_calls: int) -> int:
+    n = (os.cpu_count() or 1) if workers == "auto" else int(workers)
+    return max(1, min(n, n_calls))
+
+
+def parallel_map(fn, calls, workers="auto"):
+    """fn(*args) for each args in `calls`, in `workers` processes ("auto": one per CPU core); yields the results
+    in the order of `calls`, each as soon as it and those before it are done.
+
+    fn must be defined at a module's top level (a spawned process imports it). "spawn" starts clean
+    interpreters on every OS; fork is unsafe once torch has started its threads. In a script, call this under
+    `if __name__ == "__main__":`, as Python's multiprocessing requires.
+    """
+    calls = list(calls)
+    n = _worker_count(workers, len(calls))
+    if n == 1:
+        for args in calls:
+            yield fn(*args)
+        return
+    with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = [pool.submit(fn, *args) for args in calls]
+        for future in futures:
+            yield future.result()
 
 
 def _bar_note(record: RunRecord) -> str:
@@ -646,8 +668,9 @@ def _bar_note(record: RunRecord) -> str:
     return "diverged" + (f" at step {record.diverged_at}" if record.diverged_at is not None else "")
 
 
-def _run_in_worker(spec: Preset, variant: str, lr: float, seed: int, steps) -> RunRecord:
-    """One run in a worker process (module level, so that a spawned process can import it)."""
+def cpu_run(spec: Preset, variant: str, lr: float, seed: int = 0, steps: int | None = None) -> RunRecord:
+    """One run of a sweep on the CPU with the preset's threads, without progress: the record stability_sweep
+    keeps for (variant, lr, seed, steps). Module level, so that a worker process can import it."""
     device = torch.device("cpu")
     with _threads(spec.threads, device):
         return _run_one(spec, variant, lr, seed, device, steps, progress=False)

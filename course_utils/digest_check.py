@@ -1,0 +1,182 @@
+"""The seed digest's claims about real models, checked against the recipes and against cited reference code.
+
+Chapter 06 reads the digest's adoption table (which model uses QK-Norm, where its norms sit) as data: each
+claim is a value (`DigestRow`), paraphrased in English. A claim about a model that has a recipe in
+`course_utils.recipes` is compared with that recipe's GPTConfig, so that the table and the trained models can
+never disagree. For the three models without a recipe (GLM-4.5, MiniMax-M2, DeepSeek-V3) the facts come from
+`REFERENCE_FACTS`, a small table in which every value names the public code it was read from.
+
+    rows = check_adoption_table()       # one dict per digest row: what it says, what the code does, the verdict
+    rows[2]["verdict"]                  # 'wrong'
+    embedding_claims()                  # the digest's "Gemma 3 and Qwen3 L2-normalize their embeddings"
+    rope_commutation(gain=None)         # max |Norm(RoPE(x)) - RoPE(Norm(x))|: 0 up to rounding without a gain
+
+Verdicts: **agrees**; **wrong** (at least one claim contradicts the code; the row says what the code does);
+**unverifiable** (no claim contradicts the code, but at least one could not be checked against public code).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from .attention import RotaryEmbedding
+from .model import GPTConfig
+from .recipes import RECIPES
+
+__all__ = [
+    "DigestRow",
+    "DIGEST_TABLE",
+    "REFERENCE_FACTS",
+    "PLACEMENT_WORDS",
+    "model_facts",
+    "check_row",
+    "check_adoption_table",
+    "embedding_claims",
+    "rope_commutation",
+]
+
+# how each placement is written, for people (the GPTConfig names on the left)
+PLACEMENT_WORDS = {
+    "pre": "Pre-Norm, x + F(Norm(x))",
+    "post": "Post-Norm, Norm(x + F(x))",
+    "peri": "sandwich / Peri-LN, x + Norm(F(Norm(x)))",
+    "reordered": "output-only norm, x + Norm(F(x))",
+}
+
+
+@dataclass(frozen=True)
+class DigestRow:
+    """One row of the digest's adoption table (its lines 296-302), as values.
+
+    qk_norm: the ✅ / — column. placement: the "Norm placement" column, as a GPTConfig placement name.
+    extra: the remarks column turned into checkable claims, {fact name: claimed value}.
+    """
+
+    model: str  # as the digest writes it
+    qk_norm: bool
+    placement: str
+    remark: str = ""  # the remarks column, paraphrased in English
+    extra: dict = field(default_factory=dict)
+    recipe: str | None = None  # the course_utils.recipes name that this row is checked against, if any
+
+
+DIGEST_TABLE = (
+    DigestRow("OLMo 2/3", True, "post", "Post-Norm combined with QK-Norm", recipe="olmo2"),
+    DigestRow("Qwen3", True, "pre", "QK-Norm took the place of the QKV bias", {"qkv_bias": False}, recipe="qwen3"),
+    DigestRow("Gemma 3", True, "pre", "also uses logit softcapping", {"softcap": True}, recipe="gemma3"),
+    DigestRow("GLM-4.5/4.7", True, "pre"),
+    DigestRow("MiniMax-M2", True, "pre"),
+    DigestRow("DeepSeek V3", False, "pre", "its own normalization inside MLA", {"mla_latent_norms": True}),
+    DigestRow("Llama 3", False, "pre", "no QK-Norm", recipe="llama3"),
+)
+
+# Facts read from public reference code, for the rows without a recipe and for what a GPTConfig cannot hold:
+# {fact: (value, in words, source)}; value None means no public code settles it. Full citations with line
+# numbers: instructor/06_real_model_recipes.md.
+REFERENCE_FACTS = {
+    "GLM-4.5/4.7": {
+        "qk_norm": (
+            None,
+            "QK-Norm in GLM-4.5, none in GLM-4.5-Air; GLM-4.7 not in public code",
+            "transformers glm4_moe; Megatron-Bridge glm45_provider.py",
+        ),
+        "placement": ("pre", "Pre-Norm", "transformers glm4_moe"),
+    },
+    "MiniMax-M2": {
+        "qk_norm": (True, "QK-Norm full width (like OLMo 2)", "transformers minimax_m2"),
+        "placement": ("pre", "Pre-Norm", "transformers minimax_m2"),
+    },
+    "DeepSeek V3": {
+        "qk_norm": (False, "no QK-Norm", "deepseek-ai/DeepSeek-V3 inference/model.py"),
+        "placement": ("pre", "Pre-Norm", "deepseek-ai/DeepSeek-V3 inference/model.py"),
+        "mla_latent_norms": (
+            True,
+            "RMSNorm on the compressed q and kv latents",
+            "deepseek-ai/DeepSeek-V3 inference/model.py",
+        ),
+    },
+    "Qwen3": {"qkv_bias": (False, "no QKV bias (Qwen2 had one)", "transformers qwen2, qwen3")},
+}
+# what each claim says, in words: {fact: (words when true, words when false)}
+_CLAIM_WORDS = {
+    "qk_norm": ("QK-Norm", "no QK-Norm"),
+    "softcap": ("softcaps logits", "no softcap"),
+    "qkv_bias": ("has a QKV bias", "QKV bias dropped"),
+    "mla_latent_norms": ("norms inside MLA", "no norms inside MLA"),
+}
+
+
+def model_facts(row: DigestRow) -> dict:
+    """{fact: (value, in words, source)} for one row: from its recipe's GPTConfig where it has one, else
+    from REFERENCE_FACTS (which also holds the facts a GPTConfig cannot express, such as a QKV bias)."""
+    facts = dict(REFERENCE_FACTS.get(row.model, {}))
+    if row.recipe is not None:
+        recipe = RECIPES[row.recipe]
+        cfg = GPTConfig(**recipe.model)
+        src = f"recipe {row.recipe}"
+        qk = {None: "no QK-Norm", "head": "QK-Norm per head", "full": "QK-Norm full width"}[cfg.qk_norm]
+        facts["qk_norm"] = (cfg.qk_norm is not None, qk, src)
+        facts["placement"] = (cfg.placement, PLACEMENT_WORDS[cfg.placement].split(",")[0], src)
+        caps = [f"{name} {v:g}" for name, v in (("attention", cfg.attn_softcap), ("output", cfg.logit_softcap)) if v]
+        facts["softcap"] = (bool(caps), "softcap " + ", ".join(caps) if caps else "no softcap", src)
+    return facts
+
+
+def _claim_words(name: str, value) -> str:
+    if name == "placement":
+        return PLACEMENT_WORDS[value].split(",")[0]
+    return _CLAIM_WORDS[name][0 if value else 1]
+
+
+def check_row(row: DigestRow) -> dict:
+    """Compare one digest row's claims with the facts: the row of the chapter's table."""
+    facts = model_facts(row)
+    claims = {"qk_norm": row.qk_norm, "placement": row.placement, **row.extra}
+    wrong, unknown, says, does = [], [], [], []
+    for name, claimed in claims.items():
+        says.append(_claim_words(name, claimed))
+        value, words, _ = facts.get(name, (None, "not found in public code", ""))
+        does.append(words)
+        if value is None:
+            unknown.append(name)
+        elif value != claimed:
+            wrong.append(f"{words}, not {_claim_words(name, claimed)}")
+    verdict = "wrong" if wrong else "unverifiable" if unknown else "agrees"
+    sources = dict.fromkeys(src for name in claims if name in facts for src in facts[name][2].split("; "))
+    return {
+        "model": row.model,
+        "digest says": "; ".join(says),
+        "the code does": "; ".join(dict.fromkeys(does)),
+        "verdict": verdict,
+        "correction": "; ".join(wrong or [facts.get(n, (0, "no public code found"))[1] for n in unknown]),
+        "checked against": "; ".join(sources),
+    }
+
+
+def check_adoption_table(rows=DIGEST_TABLE) -> list:
+    """The digest's adoption table, one checked row per model (see check_row)."""
+    return [check_row(r) for r in rows]
+
+
+def embedding_claims() -> dict:
+    """The digest says Gemma 3 and Qwen3 L2-normalize their embeddings (e / |e| * sqrt(d)). What their recipes do:
+    {model: embed_scale of its GPTConfig} (None: a plain lookup; "sqrt_d": times the constant sqrt(d_model))."""
+    return {RECIPES[name].title: GPTConfig(**RECIPES[name].model).embed_scale for name in ("gemma3", "qwen3")}
+
+
+def rope_commutation(gain=None, d_head: int = 16, positions: int = 32, seed: int = 0) -> float:
+    """max |RoPE(Norm(x)) - Norm(RoPE(x))| over random float64 head vectors, with an optional RMSNorm gain.
+
+    RoPE rotates pairs of channels, so it keeps every vector's RMS: without a gain (or with a constant one) the
+    two orders agree up to rounding. A per-channel gain that differs within a rotated pair breaks it.
+    """
+    rope = RotaryEmbedding(d_head, positions)
+    x = torch.randn(positions, d_head, generator=torch.Generator().manual_seed(seed), dtype=torch.float64) * 3
+    g = torch.ones(d_head, dtype=torch.float64) if gain is None else torch.as_tensor(gain, dtype=torch.float64)
+
+    def norm(v):
+        return v / v.pow(2).mean(-1, keepdim=True).sqrt() * g
+
+    return float((rope(norm(x)) - norm(rope(x))).abs().max())
