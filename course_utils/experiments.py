@@ -602,7 +602,7 @@ def stability_sweep(
     each prints one progress line.
 
     workers: how many runs train at once on the CPU, each in its own process with the preset's thread count
-    ("auto": one per CPU core). Every run is independent and seeded, so the records are the same for any
+    ("auto": one per CPU core, at most 8). Every run is independent and seeded, so the records are the same for any
     number of workers; only the wall time changes. On a GPU the runs go one after another. In a script (not a
     notebook), call it under `if __name__ == "__main__":`, as Python's multiprocessing requires.
     """
@@ -637,13 +637,17 @@ def stability_sweep(
     return SweepResult(records, spec, device.type)
 
 
+MAX_AUTO_WORKERS = 8  # each worker is a Python process with torch loaded (a few hundred MB of memory)
+
+
 def _worker_count(workers, n_calls: int) -> int:
-    n = (os.cpu_count() or 1) if workers == "auto" else int(workers)
+    n = min(os.cpu_count() or 1, MAX_AUTO_WORKERS) if workers == "auto" else int(workers)
     return max(1, min(n, n_calls))
 
 
 def parallel_map(fn, calls, workers="auto"):
-    """fn(*args) for each args in `calls`, in `workers` processes ("auto": one per CPU core); yields the results
+    """fn(*args) for each args in `calls`, in `workers` processes ("auto": one per CPU core, at most
+    MAX_AUTO_WORKERS); yields the results
     in the order of `calls`, each as soon as it and those before it are done.
 
     fn must be defined at a module's top level (a spawned process imports it). "spawn" starts clean

@@ -128,7 +128,7 @@ def _do(spec, job: Job):
 
 
 def extra_runs(jobs, preset="quick", workers="auto") -> dict:
-    """{job: result} for every Job, trained in `workers` processes ("auto": one per CPU core) on the CPU.
+    """{job: result} for every Job, trained in `workers` processes ("auto": one per CPU core, at most 8) on the CPU.
 
     Every run is seeded and uses the preset's thread count, as stability_sweep's runs do, so a "record" job
     gives the same RunRecord as the sweep's run with the same variant, learning rate, seed and steps.

@@ -278,3 +278,11 @@ def test_rope_and_gainless_rmsnorm_commute_but_a_gain_breaks_it():
 def test_parameter_count_with_the_new_switches(kw):
     cfg = GPTConfig(vocab_size=30, n_layer=2, d_model=16, block_size=8, qk_norm="head", **kw)
     assert sum(p.numel() for p in TinyGPT(cfg).parameters()) == parameter_count(cfg)
+
+
+def test_auto_workers_follow_the_cores_but_stay_bounded(monkeypatch):
+    monkeypatch.setattr(experiments.os, "cpu_count", lambda: 64)
+    assert experiments._worker_count("auto", 32) == experiments.MAX_AUTO_WORKERS == 8
+    assert experiments._worker_count("auto", 3) == 3 and experiments._worker_count(1, 32) == 1
+    monkeypatch.setattr(experiments.os, "cpu_count", lambda: None)
+    assert experiments._worker_count("auto", 32) == 1
