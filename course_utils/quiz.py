@@ -1,15 +1,23 @@
-"""Check questions at the end of each chapter: multiple choice with explanations.
+"""Check questions at the end of each chapter: multiple choice with an explanation for every option.
 
-`show_quiz(questions)` renders every question as Markdown with the answer folded in a
-<details> block (readable in any static rendering), and, in a live session, radio buttons with a
-"Check" button that explains why an answer is right or wrong.
+`show_quiz(questions)` displays each question once, as one output with two renderings of it (one mimebundle):
+
+* **live** (JupyterLab with a running kernel): the widget, which shows the question, its options as radio
+  buttons and a "Check" button; the answer and the reason for the chosen option appear only after Check;
+* **static** (the stored notebook on GitHub, nbconvert, the slide decks, JupyterLab before the cell is run): the
+  bundle's Markdown, with the options listed and the answer folded in a <details> block.
+
+A front end shows the richest rendering it can: JupyterLab prefers the widget view to Markdown, and where there is
+no widget (the stored file keeps no widget views, see `course_utils.nbtools`) the Markdown is what remains.
 """
 
 from __future__ import annotations
 
 from .checks import MultipleChoice
 
-__all__ = ["MultipleChoice", "question_markdown", "show_quiz"]
+__all__ = ["MultipleChoice", "question_markdown", "question_bundle", "show_quiz"]
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
 def question_markdown(number: int, q: MultipleChoice) -> str:
@@ -27,29 +35,42 @@ def feedback(q: MultipleChoice, letter) -> str:
     return ("✅ Right: " if ok else "❌ Not quite: ") + why
 
 
+def _answer_box(number: int, q: MultipleChoice):
+    """The live rendering: the question (Markdown turned into HTML, maths typeset), radio buttons, Check."""
+    import ipywidgets as w
+    import mistune
+
+    prompt = w.HTMLMath(mistune.html(f"**Question {number}.** {q.prompt}"))
+    radio = w.RadioButtons(
+        options=[(f"({k}) {v}", k) for k, v in q.choices.items()], value=None, layout=w.Layout(width="auto")
+    )
+    button = w.Button(description="Check", button_style="primary")
+    result = w.HTMLMath()
+
+    def on_click(_b):
+        result.value = feedback(q, radio.value)
+
+    button.on_click(on_click)
+    return w.VBox([prompt, radio, w.HBox([button, result])])
+
+
+def question_bundle(number: int, q: MultipleChoice) -> dict:
+    """One question as one display bundle: the widget view, its Markdown twin, and a one-line text fallback."""
+    bundle = {
+        "text/markdown": question_markdown(number, q),
+        "text/plain": f"[Answer box for question {number}: run this cell in JupyterLab to answer it.]",
+    }
+    try:
+        box = _answer_box(number, q)
+    except ImportError:  # pragma: no cover - ipywidgets and mistune are pinned
+        return bundle
+    bundle[WIDGET_VIEW] = {"version_major": 2, "version_minor": 0, "model_id": box.model_id}
+    return bundle
+
+
 def show_quiz(questions) -> None:
-    """Display the questions: static Markdown, plus an interactive answer box per question."""
-    from IPython.display import Markdown, display
+    """Display each question once: a widget in a live session, Markdown with the answer folded everywhere else."""
+    from IPython.display import display
 
     for i, q in enumerate(questions, 1):
-        display(Markdown(question_markdown(i, q)))
-        try:
-            import ipywidgets as w
-        except ImportError:  # pragma: no cover - ipywidgets is pinned
-            continue
-        from .widgets import widget_bundle
-
-        radio = w.RadioButtons(
-            options=[(f"({k}) {v}", k) for k, v in q.choices.items()], value=None, layout=w.Layout(width="auto")
-        )
-        button = w.Button(description="Check", button_style="primary")
-        result = w.HTML()
-
-        def on_click(_b, q=q, radio=radio, result=result):
-            result.value = feedback(q, radio.value)
-
-        button.on_click(on_click)
-        box = w.VBox([radio, w.HBox([button, result])])
-        display(
-            widget_bundle(box, f"[Answer box for question {i}: run this cell in JupyterLab to answer it.]"), raw=True
-        )
+        display(question_bundle(i, q), raw=True)

@@ -691,7 +691,8 @@ class NotebookPage:
                 box = radios.nth(k).locator("xpath=ancestor::div[contains(@class,'widget-vbox')][1]")
                 radios.nth(k).locator("input[type=radio]").first.check()
                 box.locator("button:has-text('Check')").first.click()
-                verdict = box.locator(".widget-html-content").first
+                # the verdict is the box's last HTML output (the first one is the question itself)
+                verdict = box.locator(".widget-html-content, .widget-htmlmath-content").last
                 changed = False
                 deadline = time.monotonic() + timeout_s
                 while time.monotonic() < deadline:

@@ -125,3 +125,36 @@ def test_the_checks_catch_a_quiz_that_gives_itself_away():
     assert longest_is_right(give_away) and length_rank(give_away) == 1
     with pytest.raises(AssertionError):
         test_every_option_has_a_reason_that_teaches(give_away)
+
+
+def test_a_question_is_one_output_with_a_live_and_a_static_rendering():
+    """One bundle per question: the widget in JupyterLab, its Markdown twin where there is no widget (the stored
+    file: `nbtools.strip_volatile` drops widget views), and the answer only after Check in the live one."""
+    import nbformat
+
+    from course_utils import quiz
+    from course_utils.nbtools import WIDGET_VIEW, strip_volatile
+
+    q = ALL[0]
+    bundle = quiz.question_bundle(3, q)
+    assert set(bundle) == {WIDGET_VIEW, "text/markdown", "text/plain"}
+    assert bundle["text/markdown"].startswith("**Question 3.**") and "<details>" in bundle["text/markdown"]
+    assert bundle["text/plain"].startswith("[Answer box for question 3")
+
+    from ipywidgets import Widget
+
+    box = Widget.widgets[bundle[WIDGET_VIEW]["model_id"]]
+    prompt, radio, (button, result) = box.children[0], box.children[1], box.children[2].children
+    assert "Question 3." in prompt.value and q.explanation not in prompt.value  # the question, not the answer
+    assert [value for _, value in radio.options] == list(q.choices) and result.value == ""
+    wrong = next(k for k in q.choices if k != q.answer)
+    radio.value = wrong
+    button.click()
+    assert result.value.startswith("❌") and q.wrong_hints[wrong] in result.value
+    radio.value = q.answer
+    button.click()
+    assert result.value.startswith("✅")
+
+    cell = nbformat.v4.new_code_cell(outputs=[nbformat.v4.new_output("display_data", data=dict(bundle))])
+    stored = strip_volatile(nbformat.v4.new_notebook(cells=[cell])).cells[0].outputs
+    assert len(stored) == 1 and set(stored[0]["data"]) == {"text/markdown", "text/plain"}
