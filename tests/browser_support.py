@@ -706,6 +706,33 @@ class NotebookPage:
                 )
         return self.report.interactions
 
+    # --- typing, as a learner does ------------------------------------------------------------------
+    def code_cell(self, index: int):
+        return self.page.locator(".jp-NotebookPanel .jp-Notebook .jp-CodeCell").nth(index)
+
+    def replace_code(self, index: int, code: str) -> None:
+        """Click into the editor of code cell `index`, select everything, and type `code` in its place."""
+        editor = self.code_cell(index).locator(".cm-content").first
+        editor.scroll_into_view_if_needed()
+        editor.click()
+        self.page.keyboard.press("ControlOrMeta+a")
+        self.page.keyboard.press("Delete")
+        # insert_text types the text as one input event: no auto-indent or closing brackets added by the editor
+        self.page.keyboard.insert_text(code)
+
+    def run_cell(self, index: int, timeout_s: float = 120) -> str:
+        """Run code cell `index` with Ctrl+Enter (its editor focused) and return its outputs' text once it ran."""
+        before = self.state()["prompts"][index]
+        self.code_cell(index).locator(".cm-content").first.click()
+        self.page.keyboard.press("Control+Enter")
+        self.wait_for(
+            lambda s: re.fullmatch(r"\[\d+\]:", s["prompts"][index]) and s["prompts"][index] != before,
+            timeout_s,
+            f"code cell {index} to run",
+        )
+        self.page.wait_for_timeout(200)  # the output lands just after the prompt changes
+        return self.code_cell(index).locator(".jp-Cell-outputArea").first.text_content() or ""
+
     def first_figure_cell(self) -> int | None:
         """Index (among code cells) of the first cell that shows a figure, for a screenshot of a chapter without
         controls."""

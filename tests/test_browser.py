@@ -11,6 +11,11 @@ the kernel is idle, then require
   * no uncaught JavaScript error in the page.
 A screenshot per chapter lands in artifacts/screenshots/ (git-ignored), with a JSON note of what was done.
 
+For each exercises/*.ipynb, the learner's loop: run it blank (every check says "not implemented yet", no
+traceback), type the first task's solution into its cell through the editor and see ✅, then type one of the
+check's named mistakes and see ❌ with exactly the hint the check prints for it (computed in the test's own
+process); a screenshot of that ❌ lands next to the chapters'.
+
 Needs Chromium or Google Chrome, found by `browser_support.find_browser()` (the same rule as `make browser-deps`,
 which installs Debian's chromium as root), and Playwright (pinned in the lock). Without a browser the
 suite is skipped with a loud banner on a learner's machine, and fails where it is required
@@ -118,6 +123,96 @@ def test_chapter_runs_and_reacts_in_jupyterlab(lab, browser, path):
     )
     assert len(quizzes) == stored_fallbacks(path, "[Answer box"), f"not every check question was answered: {quizzes}"
     assert (shots / f"{path.stem}.png").stat().st_size > 20_000
+
+
+EXERCISES = sorted((ROOT / "exercises").glob("ex[0-9][0-9]_*.ipynb"))
+
+# For each exercise, one named mistake a learner makes in its first task, as an edit of the solution's code.
+MISTAKES = {
+    "ex01": ("((x - mean) ** 2).sum() / x.numel()", "((x - mean) ** 2).sum() / (x.numel() - 1)"),  # unbiased
+    "ex02": ("torch.sqrt(mean_square + eps)", "(torch.sqrt(mean_square) + eps)"),  # eps outside the root
+    "ex03": ("momentum * var * n / (n - 1)", "momentum * var"),  # biased variance in the running estimate
+    "ex04": (
+        'x = x + attention(norm(x, params, "norm1"), params)',
+        'x = norm(x + attention(x, params), params, "norm1")',
+    ),
+    "ex05": (
+        "q, k = rope(rms_norm(q, q_gain)), rope(rms_norm(k, k_gain))",
+        "q, k = rms_norm(rope(q), q_gain), rms_norm(rope(k), k_gain)",
+    ),  # QK-Norm after RoPE
+    "ex06": ("(y * (1 + w.to(h.dtype)))", "(y * w.to(h.dtype))"),  # w instead of 1 + w
+}
+
+
+def first_task(exercise):
+    """(index among code cells, the solution's code, the check cell's source) of the exercise's first graded task."""
+    solution = json.loads((ROOT / "solutions" / exercise.name).read_text())["cells"]
+    by_id = {  # the solution's code as a learner types it: without the generator's markers
+        c["id"]: "".join(
+            line for line in c["source"] if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line
+        )
+        for c in solution
+    }
+    code = [c for c in json.loads(exercise.read_text())["cells"] if c["cell_type"] == "code"]
+    for i, cell in enumerate(code):
+        if "raise NotImplementedError()" in "".join(cell["source"]) and "def " in "".join(cell["source"]):
+            return i, by_id[cell["id"]], "".join(code[i + 1]["source"])
+    raise AssertionError(f"{exercise.name} has no task")
+
+
+def check_output_here(exercise, code: str, check: str) -> str:
+    """What the check prints for `code`, computed in this process: the notebook's imports, the code, the check."""
+    import contextlib
+    import io
+
+    cells = [c for c in json.loads(exercise.read_text())["cells"] if c["cell_type"] == "code"]
+    namespace: dict = {}
+    exec("".join(cells[0]["source"]), namespace)
+    exec(code, namespace)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(check, namespace)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda p: p.stem)
+@pytest.mark.browser
+@pytest.mark.slow
+def test_exercise_runs_blank_then_takes_typed_code_in_jupyterlab(lab, browser, exercise):
+    """The learner's loop: run the blank exercise (⏳, no traceback), type a solution into the first task's cell
+    and see ✅, type a named mistake and see ❌ with that mistake's hint, as the check prints it."""
+    index, solution, check = first_task(exercise)
+    old, new = MISTAKES[exercise.name[:4]]
+    assert old in solution, f"{exercise.name}: the mistake's edit no longer matches the solution"
+    mistake = solution.replace(old, new)
+    expected = check_output_here(exercise, mistake, check).strip()
+    assert expected.startswith("❌"), f"{exercise.name}: the check does not reject the mistake: {expected}"
+
+    nb = bs.NotebookPage(browser, lab, f"exercises/{exercise.name}")
+    shots = bs.SCREENSHOTS
+    try:
+        nb.open()
+        report = nb.run_all(timeout_s=RUN_TIMEOUT)
+        assert not report.errors, f"errors in the blank exercise: {report.errors}"
+        waiting = nb.page.locator(".jp-NotebookPanel .jp-OutputArea-output:has-text('not implemented yet')").count()
+        assert waiting >= 2, "the blank exercise's checks should say 'not implemented yet'"
+        nb.replace_code(index, solution)
+        nb.run_cell(index)
+        passed = nb.run_cell(index + 1)
+        assert passed.strip().startswith("✅"), f"the solution typed into the cell: {passed}"
+        nb.replace_code(index, mistake)
+        nb.run_cell(index)
+        failed = " ".join(nb.run_cell(index + 1).split())
+        assert failed == " ".join(expected.split()), f"in the browser: {failed}\nexpected: {expected}"
+        nb.screenshot(shots / f"{exercise.stem}-mistake.png", focus_cell=index + 1)
+        assert not nb.state()["errors"] and not report.page_errors
+    except Exception:
+        shots.mkdir(parents=True, exist_ok=True)
+        nb.page.screenshot(path=str(shots / f"{exercise.stem}-FAILED.png"))
+        raise
+    finally:
+        nb.close()
+        lab.shutdown_kernels()
 
 
 def test_the_browser_suite_covers_the_chapters():
