@@ -125,11 +125,13 @@ bench: $(STAMP)
 	@for script in benchmarks/*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
 
 # Decks follow each chapter's slide metadata (slide / subslide / fragment / skip). Two per chapter: with the code
-# (artifacts/slides/) and outputs only (artifacts/slides/no-code/, for lectures). reveal.js, MathJax and require.js
-# load from their CDNs; for an offline room pass local copies through SLIDES_EXTRA (instructor/README.md shows how).
+# (artifacts/slides/) and outputs only (artifacts/slides/no-code/, for lectures). reveal.js, MathJax, require.js and
+# jQuery are pinned in tools/slide_assets.lock.json (npm registry tarballs and their sha512) and copied into
+# artifacts/slides/assets/ by tools/slide_assets.py, so the decks open from the file system with no network.
 slides: $(STAMP)
-	$(BIN)/jupyter nbconvert $(SLIDES_FLAGS) $(SLIDES_EXTRA) --output-dir $(SLIDES_DIR) $(sort $(wildcard chapters/*.ipynb))
-	$(BIN)/jupyter nbconvert $(SLIDES_FLAGS) --no-input $(SLIDES_EXTRA) --output-dir $(SLIDES_DIR)/no-code $(sort $(wildcard chapters/*.ipynb))
+	$(BIN)/python tools/slide_assets.py $(SLIDES_DIR)/assets
+	$(BIN)/jupyter nbconvert $(SLIDES_FLAGS) $(shell $(BIN)/python tools/slide_assets.py --flags assets) $(SLIDES_EXTRA) --output-dir $(SLIDES_DIR) $(sort $(wildcard chapters/*.ipynb))
+	$(BIN)/jupyter nbconvert $(SLIDES_FLAGS) --no-input $(shell $(BIN)/python tools/slide_assets.py --flags ../assets) $(SLIDES_EXTRA) --output-dir $(SLIDES_DIR)/no-code $(sort $(wildcard chapters/*.ipynb))
 
 lock: $(STAMP)
 	$(BIN)/python tools/lock.py

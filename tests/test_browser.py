@@ -215,6 +215,53 @@ def test_exercise_runs_blank_then_takes_typed_code_in_jupyterlab(lab, browser, e
         lab.shutdown_kernels()
 
 
+@pytest.fixture(scope="module")
+def offline_decks(tmp_path_factory):
+    """Every chapter's deck as `make slides` builds it, with the pinned assets next to it."""
+    from test_slides import build_decks
+
+    return build_decks(CHAPTERS, tmp_path_factory.mktemp("decks"), with_assets=True)
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+@pytest.mark.browser
+@pytest.mark.slow
+def test_deck_runs_offline_in_chromium(browser, offline_decks, path):
+    """The deck opened from the file system with every network request refused: reveal.js starts, the arrow key
+    moves to the next slide, MathJax typesets the maths; a screenshot of the third slide is kept."""
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    refused, errors = [], []
+
+    def refuse(route):
+        refused.append(route.request.url)
+        route.abort()
+
+    context.route(re.compile(r"^(?!file:).*"), refuse)
+    page = context.new_page()
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    try:
+        page.goto(offline_decks[path.stem].as_uri())
+        page.wait_for_selector(".reveal.ready", timeout=30_000)  # reveal.js adds "ready" once it has started
+        slides = page.evaluate("document.querySelectorAll('.reveal .slides section:not(.stack)').length")
+        first = page.evaluate("location.hash")
+        page.keyboard.press("ArrowRight")
+        page.wait_for_function(f"location.hash !== {json.dumps(first)}", timeout=10_000)
+        page.wait_for_function("window.MathJax && MathJax.Hub && MathJax.Hub.queue.pending === 0", timeout=30_000)
+        typeset = page.evaluate("document.querySelectorAll('.MathJax_CHTML').length")
+        page.keyboard.press("ArrowRight")
+        page.wait_for_timeout(500)
+        bs.SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(bs.SCREENSHOTS / f"{path.stem}-deck.png"))
+    finally:
+        context.close()
+    assert slides >= 5 and not refused and not errors, (slides, refused, errors)
+    markdown = "".join(
+        "".join(c["source"]) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "markdown"
+    )
+    if "$" in markdown:
+        assert typeset > 0, f"{path.stem}: MathJax typeset no maths"
+
+
 def test_the_browser_suite_covers_the_chapters():
     assert [p.name for p in CHAPTERS[:2]] == ["00_welcome.ipynb", "01_layernorm_by_hand.ipynb"]
 

@@ -17,6 +17,9 @@ import pytest
 
 from conftest import ROOT
 
+sys.path.insert(0, str(ROOT / "tools"))
+import slide_assets
+
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
 MIN_SLIDES, MAX_SLIDES = 5, 60
 
@@ -31,12 +34,17 @@ def makefile_slide_flags():
     return flags
 
 
-def build_decks(notebooks, out_dir):
+def build_decks(notebooks, out_dir, with_assets: bool = False):
+    """The decks as `make slides` builds them: the Makefile's flags and the offline flags of tools/slide_assets.py
+    (assets/ next to the decks); with_assets also copies the pinned assets there, so that the decks run."""
+    if with_assets:
+        slide_assets.install(out_dir / "assets")
     cmd = [
         sys.executable,
         "-m",
         "nbconvert",
         *makefile_slide_flags(),
+        *slide_assets.offline_flags("assets"),
         "--output-dir",
         str(out_dir),
         *map(str, notebooks),
@@ -200,6 +208,30 @@ def test_check_question_answers_match_the_chapters():
         )
         on_page = re.findall(r"^(\d+)\. \*\*.*?→\s+\*\*\((\w)\)", page.read_text(), re.M | re.S)
         assert on_page == answers, f"{page.name}: answers {on_page} vs the chapter's {answers}"
+
+
+def test_the_decks_load_nothing_from_the_network(decks):
+    """Every script and style sheet of a deck points at the assets folder next to it, never at a CDN."""
+    for path in decks.values():
+        html = path.read_text()
+        remote = re.findall(r"<(?:script|link)[^>]+(?:src|href)=\"(https?://[^\"]+)\"", html)
+        assert remote == [], f"{path.name} loads {remote}"
+        assert 'src="assets/requirejs/require.js"' in html and "assets/reveal.js/dist/reveal.js" in html
+        assert "import mermaid" not in html
+
+
+def test_slide_assets_are_pinned_and_verified(tmp_path):
+    """The lock pins exact versions with sha512 integrity; a tarball that differs from the lock is refused."""
+    packages = slide_assets.lock()
+    assert set(packages) == {"reveal.js", "mathjax", "requirejs", "jquery"}
+    for spec in packages.values():
+        assert re.fullmatch(r"\d+\.\d+\.\d+", spec["version"]) and spec["integrity"].startswith("sha512-")
+        assert spec["tarball"].startswith("https://registry.npmjs.org/") and spec["version"] in spec["tarball"]
+    spec = dict(packages["requirejs"])
+    good = slide_assets.tarball("requirejs", spec)
+    (tmp_path / f"requirejs-{spec['version']}.tgz").write_bytes(good + b"tampered")
+    with pytest.raises(ValueError, match="the lock says"):
+        slide_assets.tarball("requirejs", spec, cache=tmp_path)
 
 
 def test_instructor_links_resolve():
