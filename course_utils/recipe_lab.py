@@ -206,20 +206,11 @@ def sweep_panels(result, titles=None, margin: float = 0.5):
 
 
 def sensitivity_bars(sensitivity: dict, lrs, titles=None):
-    """Horizontal bars: the LR sensitivity of each recipe over the grid `lrs` (lower is more robust)."""
-    titles = titles or {}
-    names = list(sensitivity)
-    import matplotlib.pyplot as plt
+    """Horizontal bars: the LR sensitivity of each recipe over the grid `lrs` (chapter 05's figure, in the
+    recipes' colours and names)."""
+    from .stability_plots import sensitivity_bars as bars
 
-    fig, ax = plt.subplots(figsize=(8, 0.45 * len(names) + 1.4))
-    ax.barh([titles.get(v, v) for v in names], [sensitivity[v] for v in names], color=[COLORS.get(v) for v in names])
-    ax.invert_yaxis()
-    ax.set_xlabel("LR sensitivity (nats; lower is more robust)")
-    ax.set_ylabel("recipe")
-    ax.set_title("LR sensitivity over the grid " + ", ".join(f"{lr:g}" for lr in lrs))
-    ax.grid(axis="x", alpha=0.3)
-    fig.tight_layout()
-    return fig
+    return bars(sensitivity, lrs, titles, COLORS, "recipe", figsize=(8, 0.45 * len(sensitivity) + 1.4))
 
 
 def output_rms_panels(runs: dict):

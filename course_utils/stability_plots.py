@@ -175,14 +175,19 @@ def probes(result, lr: float, d_head: int):
     return fig
 
 
-def sensitivity_bars(sensitivity: dict, lrs):
-    """Horizontal bars: the LR sensitivity of each variant over the grid `lrs` (lower is more robust)."""
-    fig, ax = plt.subplots(figsize=(7.5, 3.4))
+def sensitivity_bars(sensitivity: dict, lrs, titles=None, colors=None, ylabel="variant", figsize=(7.5, 3.4)):
+    """Horizontal bars: the LR sensitivity of each variant over the grid `lrs` (lower is more robust).
+
+    titles and colors map a variant's name to its label and colour (chapter 06 passes its recipes')."""
+    titles, colors = titles or {}, colors or VARIANT_COLORS
+    fig, ax = plt.subplots(figsize=figsize)
     names = list(sensitivity)
-    ax.barh(names, [sensitivity[v] for v in names], color=[VARIANT_COLORS.get(v, "gray") for v in names])
+    ax.barh(
+        [titles.get(v, v) for v in names], [sensitivity[v] for v in names], color=[colors.get(v, "gray") for v in names]
+    )
     ax.invert_yaxis()
     ax.set_xlabel("LR sensitivity (nats; lower is more robust)")
-    ax.set_ylabel("variant")
+    ax.set_ylabel(ylabel)
     ax.set_title("LR sensitivity over the grid " + ", ".join(f"{lr:g}" for lr in lrs))
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
