@@ -3,7 +3,9 @@
 The decks are built here with exactly the nbconvert flags the Makefile's `slides` target uses, then read
 back: the number of slides a presenter steps through must be sensible, the deck must follow the chapter's
 slide metadata (a `slide` cell opens a horizontal slide, a `subslide` a vertical one, `skip` cells are left
-out, `notes` become speaker notes), and every slide must open with a heading.
+out, `notes` become speaker notes), and every slide must open with a heading. Every deck also carries speaker notes
+for the presenter (chosen from the chapter's instructor page) and fragment steps for a live session: the answer to
+each "Predict, then run" question appears only on the next key press.
 """
 
 import json
@@ -66,6 +68,7 @@ class Deck(HTMLParser):
         self.slides = []  # the slides a presenter steps through: sections that hold cells
         self.cells = 0
         self.notes = 0
+        self.notes_text = []  # the text of each speaker note, as the speaker view shows it
         self.in_notes = False
         self.fragments = 0
         self.feed(html)
@@ -82,12 +85,17 @@ class Deck(HTMLParser):
             self.open_cells.append(0)
         elif tag == "aside" and "notes" in classes:
             self.notes += 1
+            self.notes_text.append("")
             self.in_notes = True
         elif tag == "div" and "jp-Cell" in classes and not self.in_notes:  # speaker notes are not on the slide
             self.cells += 1
             self.open_cells[-1] += 1
         if "fragment" in classes:
             self.fragments += 1
+
+    def handle_data(self, data):
+        if self.in_notes:
+            self.notes_text[-1] += data
 
     def handle_endtag(self, tag):
         if tag == "aside":
@@ -166,7 +174,82 @@ def test_the_deck_reader_follows_slide_metadata(tmp_path):
     assert deck.horizontal == 3  # Title | Part A (+ A.1 below it) | Part B
     assert deck.slides == [1, 1, 2, 2]  # cells per slide: Title; Part A; A.1 + fragment; Part B + more
     assert (deck.cells, deck.notes, deck.fragments) == (6, 1, 1)  # 8 cells less the skipped one and the notes
+    assert [plain(text) for text in deck.notes_text] == ["say this aloud"]
     assert "hidden" not in (tmp_path / "out" / "tiny.slides.html").read_text().split('class="slides"')[1]
+
+
+# --------------------------------------------------------------------------------------------------
+# speaker notes and fragment steps: a deck to present from, not a wall of prose
+# --------------------------------------------------------------------------------------------------
+MIN_NOTES, MIN_FRAGMENTS = 3, 2
+PREDICT = "**Predict, then run.**"
+
+
+def plain(text: str) -> str:
+    """Text without Markdown's emphasis and code marks and with single spaces, so that a cell's source and its
+    rendered HTML compare equal."""
+    return " ".join(re.sub(r"[*`_\\]", "", text).split())
+
+
+def notes_cells(nb):
+    return [c for c, kind in zip(nb["cells"], slide_types(nb)) if kind == "notes"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_every_deck_has_speaker_notes_and_fragment_steps(decks, path):
+    """At least 3 speaker notes and 2 fragment steps per deck, and every `notes` cell's text is in the deck's notes
+    (reveal.js shows them in the speaker view, key S)."""
+    nb = json.loads(path.read_text())
+    deck = Deck(decks[path.stem].read_text())
+    assert deck.notes >= MIN_NOTES, f"{path.name}: {deck.notes} speaker notes; add `notes` cells"
+    assert deck.fragments >= MIN_FRAGMENTS, f"{path.name}: {deck.fragments} fragments; mark answer cells `fragment`"
+    shown = [plain(text) for text in deck.notes_text]
+    for cell in notes_cells(nb):
+        text = plain("".join(cell["source"]))
+        assert text and any(text in note for note in shown), f"{path.name}: {cell['id']} not in the notes"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_notes_and_fragments_are_placed_for_a_live_session(path):
+    """A note is Markdown and sits on its slide before the slide's first fragment (reveal.js shows a note inside a
+    fragment only once that fragment is revealed); the answer to every "Predict, then run" question is a fragment, so
+    the room sees the question alone first."""
+    nb = json.loads(path.read_text())
+    cells, types = nb["cells"], slide_types(nb)
+    ids = [c["id"] for c in cells]
+    assert len(ids) == len(set(ids)), f"{path.name}: cell ids must be unique"
+    fragment_seen = False
+    for i, (cell, kind) in enumerate(zip(cells, types)):
+        if kind in ("slide", "subslide"):
+            fragment_seen = False
+        fragment_seen |= kind == "fragment"
+        if kind == "notes":
+            assert cell["cell_type"] == "markdown", f"{path.name} cell {i}: speaker notes are Markdown cells"
+            assert not fragment_seen, f"{path.name} cell {i}: move the note before its slide's first fragment"
+        source = "".join(cell["source"])
+        if cell["cell_type"] == "markdown" and source.startswith(PREDICT):
+            assert types[i + 1] == "fragment", f"{path.name} cell {i + 1}: the answer to a prediction is a fragment"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_speaker_notes_bring_no_new_numbers(path):
+    """Every number a note states is already in the chapter (its text or its stored outputs) or its instructor
+    page: the notes point at what was measured, they do not measure anything."""
+    nb = json.loads(path.read_text())
+    known = [(INSTRUCTOR / f"{path.stem}.md").read_text()]
+    for cell, kind in zip(nb["cells"], slide_types(nb)):
+        if kind != "notes":
+            known.append("".join(cell["source"]))
+            for out in cell.get("outputs", []):
+                known.append("".join(out.get("text", "")))
+                known.extend("".join(v) for k, v in out.get("data", {}).items() if k.startswith("text/"))
+    known = "\n".join(known)
+    for cell in notes_cells(nb):
+        for number in re.findall(r"\d+(?:\.\d+)*", "".join(cell["source"])):
+            assert re.search(rf"(?<![\d.]){re.escape(number)}(?![\d])", known), (
+                f"{path.name}: note {cell['id']} says {number}, which neither the chapter nor its guide states"
+            )
 
 
 # --------------------------------------------------------------------------------------------------
