@@ -32,6 +32,7 @@ from torch import nn
 
 from . import norms
 from .env import torch_threads
+from .i18n import _
 from .model import GPTConfig, TinyGPT, lm_loss
 
 __all__ = [
@@ -150,7 +151,7 @@ def train_on_random_tokens(
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     g = torch.Generator().manual_seed(1000 + seed)
     model.train()
-    for _ in range(steps):
+    for _step in range(steps):
         idx = random_tokens(batch, cfg.block_size, cfg.vocab_size, g)
         loss = lm_loss(model(idx[:, :-1]), idx[:, 1:])
         opt.zero_grad(set_to_none=True)
@@ -185,7 +186,7 @@ def per_position_loss(
     total = torch.zeros(T)
     try:
         model.train(mode != "eval")
-        for _ in range(batches):
+        for _batch in range(batches):
             idx = random_tokens(batch, T, V, g)
             x, y = idx[:, :-1], idx[:, 1:]
             if mode == "prefix":
@@ -211,7 +212,7 @@ def _last_logits(model, prefix):
 # ----------------------------------------------------------------------------------------------------
 # figures
 # ----------------------------------------------------------------------------------------------------
-def draw_influence(matrices: dict, title: str = "Does the token at position j move the output at position i?"):
+def draw_influence(matrices: dict, title: str | None = None):
     """Heatmaps of influence matrices side by side ({label: (T, T) tensor}) on one colour scale. The cells above the
     diagonal (the future) are outlined and carry their value: "0" only for an exact zero."""
     import matplotlib.pyplot as plt
@@ -235,15 +236,16 @@ def draw_influence(matrices: dict, title: str = "Does the token at position j mo
         ax.set_title(label)
         ax.set_xticks(range(T))
         ax.set_yticks(range(T))
-        ax.set_xlabel("position j whose token changed")
-    axes[0].set_ylabel("output position i")
+        ax.set_xlabel(_("position j whose token changed"))
+    axes[0].set_ylabel(_("output position i"))
     colorbar = fig.colorbar(image, ax=axes, shrink=0.85)
-    colorbar.set_label("largest change of the logits at i")
-    fig.suptitle(title + "\n(outlined: j > i, the future; a causal model must show exact zeros there)")
+    colorbar.set_label(_("largest change of the logits at i"))
+    title = title or _("Does the token at position j move the output at position i?")
+    fig.suptitle(title + "\n" + _("(outlined: j > i, the future; a causal model must show exact zeros there)"))
     return fig
 
 
-def draw_position_loss(curves: dict, vocab_size: int, title: str = "Loss on random tokens, per position"):
+def draw_position_loss(curves: dict, vocab_size: int, title: str | None = None):
     """Per-position loss curves ({label: (T,) tensor or (style, tensor)}) with the honest floor log(vocab)."""
     import matplotlib.pyplot as plt
 
@@ -256,10 +258,16 @@ def draw_position_loss(curves: dict, vocab_size: int, title: str = "Loss on rand
     }
     for k, (label, values) in enumerate(curves.items()):
         ax.plot(range(len(values)), values.tolist(), lw=2.2, ms=8, label=label, **styles[k % len(styles)])
-    ax.axhline(math.log(vocab_size), color="black", ls="--", lw=1.3, label=f"log {vocab_size}: the best honest loss")
-    ax.set_xlabel("position t (predicting the token at t + 1)")
-    ax.set_ylabel("mean cross-entropy (nats)")
-    ax.set_title(title)
+    ax.axhline(
+        math.log(vocab_size),
+        color="black",
+        ls="--",
+        lw=1.3,
+        label=_("log {vocab}: the best honest loss").format(vocab=vocab_size),
+    )
+    ax.set_xlabel(_("position t (predicting the token at t + 1)"))
+    ax.set_ylabel(_("mean cross-entropy (nats)"))
+    ax.set_title(title or _("Loss on random tokens, per position"))
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.grid(alpha=0.3)
     fig.tight_layout()

@@ -31,6 +31,8 @@ import math
 import numpy as np
 import torch
 
+from .i18n import N_, _
+
 __all__ = [
     "NORM_AXES",
     "NORM_AXES_2D",
@@ -55,8 +57,8 @@ __all__ = [
 NORM_AXES = {"LayerNorm": (2,), "RMSNorm": (2,), "BatchNorm": (0, 1), "InstanceNorm": (1,)}
 NORM_AXES_2D = {"LayerNorm": (1,), "RMSNorm": (1,), "BatchNorm": (0,)}
 NORM_COLORS = {"LayerNorm": "#0072B2", "RMSNorm": "#009E73", "BatchNorm": "#D55E00", "InstanceNorm": "#CC79A7"}
-AXIS_NAMES = ("batch", "tokens", "features")
-AXIS_NAMES_2D = ("samples", "features")
+AXIS_NAMES = (N_("batch"), N_("tokens"), N_("features"))  # translated where they are drawn (_describe_dims)
+AXIS_NAMES_2D = (N_("samples"), N_("features"))
 
 PLAIN_FACE = "#F2F2F2"
 EDGE = "#555555"
@@ -122,7 +124,7 @@ def _legend(ax, color, label, loc="upper left", anchor=(1.0, 1.0)):
 
     handles = [
         Patch(facecolor=color, edgecolor=EDGE, hatch="//", label=label),
-        Patch(facecolor=PLAIN_FACE, edgecolor=EDGE, label="other elements"),
+        Patch(facecolor=PLAIN_FACE, edgecolor=EDGE, label=_("other elements")),
     ]
     ax.legend(handles=handles, loc=loc, bbox_to_anchor=anchor, fontsize=FONT - 2, frameon=True)
 
@@ -224,17 +226,28 @@ def _draw_block(ax, mask, color):
     arrow = dict(arrowstyle="-|>", lw=2.2, color="black", mutation_scale=22)
     bottom_left, bottom_right = _corner(0, T, 0, shape), _corner(0, T, D, shape)
     ax.annotate("", xy=bottom_right + [0, -0.45], xytext=bottom_left + [0, -0.45], arrowprops=arrow)
-    ax.text(*(bottom_left + bottom_right) / 2 + [0, -0.65], f"features (D = {D})", ha="center", va="top", fontsize=FONT)
+    ax.text(
+        *(bottom_left + bottom_right) / 2 + [0, -0.65],
+        _("features (D = {D})").format(D=D),
+        ha="center",
+        va="top",
+        fontsize=FONT,
+    )
     top_left, low_left = _corner(0, 0, 0, shape), _corner(0, T, 0, shape)
     ax.annotate("", xy=low_left + [-0.4, 0], xytext=top_left + [-0.4, 0], arrowprops=arrow)
     ax.text(
-        *(top_left + low_left) / 2 + [-0.6, 0], f"tokens (T = {T})", ha="right", va="center", fontsize=FONT, rotation=90
+        *(top_left + low_left) / 2 + [-0.6, 0],
+        _("tokens (T = {T})").format(T=T),
+        ha="right",
+        va="center",
+        fontsize=FONT,
+        rotation=90,
     )
     front_right, back_right = _corner(0, T, D, shape), _corner(N, T, D, shape)
     ax.annotate("", xy=back_right + [0.35, -0.1], xytext=front_right + [0.35, -0.1], arrowprops=arrow)
     ax.text(
         *(front_right + back_right) / 2 + [0.55, -0.2],
-        f"batch (N = {N})",
+        _("batch (N = {N})").format(N=N),
         ha="left",
         va="top",
         fontsize=FONT,
@@ -256,7 +269,7 @@ def _default_index(shape):
 
 
 def _describe_dims(dims, names) -> str:
-    return " × ".join(names[d] for d in dims)
+    return " × ".join(_(names[d]) for d in dims)
 
 
 def draw_norm_axes(
@@ -280,25 +293,26 @@ def draw_norm_axes(
     mask = shared_cells(shape, dims, index)
     names = AXIS_NAMES_2D if len(shape) == 2 else AXIS_NAMES
     if ax is None:
-        _, ax = plt.subplots(figsize=(7.5, 5.5))
+        _fig, ax = plt.subplots(figsize=(7.5, 5.5))
     count = int(mask.sum())
     if label is None:
-        label = f"share one mean & variance ({count} values)"
+        label = _("share one mean & variance ({count} values)").format(count=count)
     if len(shape) == 2:
         _draw_table(
             ax,
             mask,
             values=values,
             color=color,
-            row_labels=[f"sample {i}" for i in range(shape[0])],
+            row_labels=[_("sample {i}").format(i=i) for i in range(shape[0])],
             col_labels=[f"d={j}" for j in range(shape[1])],
         )
-        ax.text(shape[1] / 2, shape[0] + 0.85, "features →", ha="center", va="bottom", fontsize=FONT)
+        ax.text(shape[1] / 2, shape[0] + 0.85, _("features →"), ha="center", va="bottom", fontsize=FONT)
         ax.set_ylim(-0.05, shape[0] + 1.6)
         ax.set_xlim(-2.1, shape[1] + 0.05)
     else:
         _draw_block(ax, mask, color)
-    ax.set_title(title or f"reduce over {_describe_dims(dims, names)}  (dims {dims})", fontsize=FONT + 1, pad=10)
+    title = title or _("reduce over {names}  (dims {dims})").format(names=_describe_dims(dims, names), dims=dims)
+    ax.set_title(title, fontsize=FONT + 1, pad=10)
     if legend:
         _legend(ax, color, label, loc="upper center", anchor=(0.5, 0.0))
     return ax
@@ -322,7 +336,7 @@ def table_figure(x, row: int = 1, column: int = 2):
         dims = NORM_AXES_2D[norm]
         color = NORM_COLORS[norm]
         stats = group_statistics(x, norm, dims)
-        what = "one sample, all its features" if norm == "LayerNorm" else "one feature, all samples in the batch"
+        what = _("one sample, all its features") if norm == "LayerNorm" else _("one feature, all samples in the batch")
         draw_norm_axes(
             dims,
             (N, D),
@@ -331,7 +345,7 @@ def table_figure(x, row: int = 1, column: int = 2):
             color=color,
             values=values,
             legend=False,
-            title=f"{norm}: statistics of {what}",
+            title=_("{norm}: statistics of {what}").format(norm=norm, what=what),
         )
         mean, var = stats["mean"], stats["var"]
         if norm == "LayerNorm":
@@ -367,7 +381,7 @@ def table_figure(x, row: int = 1, column: int = 2):
         _legend(
             ax,
             color,
-            f"{count} values share one μ and σ²  ({stats['groups']} groups)",
+            _("{count} values share one μ and σ²  ({groups} groups)").format(count=count, groups=stats["groups"]),
             loc="upper center",
             anchor=(0.5, 0.0),
         )
@@ -389,8 +403,8 @@ def block_figure(shape=(3, 4, 6), sample: int = 0, token: int = 1, feature: int 
         index=(sample, token, feature),
         ax=axes[0],
         color=NORM_COLORS["LayerNorm"],
-        label=f"LayerNorm / RMSNorm: one token, all {D} features",
-        title="LayerNorm / RMSNorm: a strip per token",
+        label=_("LayerNorm / RMSNorm: one token, all {D} features").format(D=D),
+        title=_("LayerNorm / RMSNorm: a strip per token"),
     )
     draw_norm_axes(
         NORM_AXES["BatchNorm"],
@@ -398,8 +412,10 @@ def block_figure(shape=(3, 4, 6), sample: int = 0, token: int = 1, feature: int 
         index=(sample, token, feature),
         ax=axes[1],
         color=NORM_COLORS["BatchNorm"],
-        label=f"BatchNorm: one feature, all {N} samples × {T} tokens = {N * T} values",
-        title="BatchNorm: a slab per feature",
+        label=_("BatchNorm: one feature, all {N} samples × {T} tokens = {values} values").format(
+            N=N, T=T, values=N * T
+        ),
+        title=_("BatchNorm: a slab per feature"),
     )
     fig.tight_layout()
     return fig
@@ -424,8 +440,8 @@ def _group_stat_text(norm, stats, index) -> str:
         return f"{round(t[sel].item(), 3) + 0.0:.3f}"  # + 0.0 turns a rounded -0.000 into 0.000
 
     if norm == "RMSNorm":
-        return f"mean square = {num(stats['mean_square'])}, RMS = {num(stats['rms'])}"
-    return f"mean μ = {num(stats['mean'])}, variance σ² = {num(stats['var'])}"
+        return _("mean square = {ms}, RMS = {rms}").format(ms=num(stats["mean_square"]), rms=num(stats["rms"]))
+    return _("mean μ = {mean}, variance σ² = {var}").format(mean=num(stats["mean"]), var=num(stats["var"]))
 
 
 def draw_norm_explorer(x, norm="BatchNorm", sample=0, token=1, feature=2):
@@ -445,7 +461,7 @@ def draw_norm_explorer(x, norm="BatchNorm", sample=0, token=1, feature=2):
         ax=a,
         color=color,
         legend=False,
-        title=f"{norm} reduces over {_describe_dims(dims, AXIS_NAMES)}",
+        title=_("{norm} reduces over {names}").format(norm=norm, names=_describe_dims(dims, AXIS_NAMES)),
     )
     _draw_table(
         b,
@@ -460,7 +476,8 @@ def draw_norm_explorer(x, norm="BatchNorm", sample=0, token=1, feature=2):
     b.set_xlim(-2.0, D + 0.05)
     b.set_ylim(-0.05, N * T + 0.9)
     b.set_title(
-        f"x[{index[0]}, {index[1]}, {index[2]}]'s group: {int(mask.sum())} values\n"
+        _("x[{n}, {t}, {d}]'s group: {count} values").format(n=index[0], t=index[1], d=index[2], count=int(mask.sum()))
+        + "\n"
         + _group_stat_text(norm, stats, index),
         fontsize=FONT,
         color="black",
@@ -468,8 +485,9 @@ def draw_norm_explorer(x, norm="BatchNorm", sample=0, token=1, feature=2):
     _legend(
         b,
         color,
-        f"shares x[{index[0]},{index[1]},{index[2]}]'s statistics\n"
-        f"({stats['groups']} groups of {stats['values_per_group']} values)",
+        _("shares x[{n},{t},{d}]'s statistics\n({groups} groups of {per_group} values)").format(
+            n=index[0], t=index[1], d=index[2], groups=stats["groups"], per_group=stats["values_per_group"]
+        ),
         loc="upper center",
         anchor=(0.55, 0.0),
     )
@@ -480,11 +498,20 @@ def draw_norm_explorer(x, norm="BatchNorm", sample=0, token=1, feature=2):
 def describe_norm_explorer(x, norm="BatchNorm", sample=0, token=1, feature=2) -> str:
     x = torch.as_tensor(x, dtype=torch.float64)
     dims, index, mask, stats = _explorer_parts(x, norm, sample, token, feature)
-    return (
-        f"**{norm}** on a {tuple(x.shape)} tensor reduces over dims {dims} "
-        f"({_describe_dims(dims, AXIS_NAMES)}): **{stats['groups']}** separate statistics, "
-        f"each from **{stats['values_per_group']}** values. "
-        f"The group of x[{index[0]}, {index[1]}, {index[2]}]: {_group_stat_text(norm, stats, index)}."
+    return _(
+        "**{norm}** on a {shape} tensor reduces over dims {dims} ({names}): **{groups}** separate statistics, "
+        "each from **{per_group}** values. The group of x[{n}, {t}, {d}]: {stats}."
+    ).format(
+        norm=norm,
+        shape=tuple(x.shape),
+        dims=dims,
+        names=_describe_dims(dims, AXIS_NAMES),
+        groups=stats["groups"],
+        per_group=stats["values_per_group"],
+        n=index[0],
+        t=index[1],
+        d=index[2],
+        stats=_group_stat_text(norm, stats, index),
     )
 
 
@@ -497,10 +524,10 @@ def norm_axes_explorer(x, norm="BatchNorm", sample=0, token=1, feature=2):
     N, T, D = x.shape
     style = {"description_width": "initial"}
     controls = {
-        "norm": w.Dropdown(options=list(NORM_AXES), value=norm, description="norm", style=style),
-        "sample": w.IntSlider(value=sample, min=0, max=N - 1, description="sample n", style=style),
-        "token": w.IntSlider(value=token, min=0, max=T - 1, description="token t", style=style),
-        "feature": w.IntSlider(value=feature, min=0, max=D - 1, description="feature d", style=style),
+        "norm": w.Dropdown(options=list(NORM_AXES), value=norm, description=_("norm"), style=style),
+        "sample": w.IntSlider(value=sample, min=0, max=N - 1, description=_("sample n"), style=style),
+        "token": w.IntSlider(value=token, min=0, max=T - 1, description=_("token t"), style=style),
+        "feature": w.IntSlider(value=feature, min=0, max=D - 1, description=_("feature d"), style=style),
     }
     return live_figure(
         lambda **kw: draw_norm_explorer(x, **kw),
@@ -515,10 +542,19 @@ def explorer_alt(x, norm="BatchNorm", sample=0, token=1, feature=2) -> str:
     x = torch.as_tensor(x, dtype=torch.float64)
     dims, index, mask, stats = _explorer_parts(x, norm, sample, token, feature)
     n, t, d = index
-    return (
-        f"{norm} on a {tuple(x.shape)} tensor: the block (left) and the same numbers as a table (right) shade the "
-        f"{int(mask.sum())} values that share x[{n}, {t}, {d}]'s statistics, a reduction over "
-        f"{_describe_dims(dims, AXIS_NAMES)}; there are {stats['groups']} such groups."
+    return _(
+        "{norm} on a {shape} tensor: the block (left) and the same numbers as a table (right) shade the "
+        "{count} values that share x[{n}, {t}, {d}]'s statistics, a reduction over {names}; "
+        "there are {groups} such groups."
+    ).format(
+        norm=norm,
+        shape=tuple(x.shape),
+        count=int(mask.sum()),
+        n=n,
+        t=t,
+        d=d,
+        names=_describe_dims(dims, AXIS_NAMES),
+        groups=stats["groups"],
     )
 
 
@@ -529,7 +565,7 @@ _LINE_COLORS = ("#0072B2", "#D55E00", "#009E73", "#E69F00")  # Okabe-Ito
 _HATCHES = (None, "//", "xx", "..")
 
 
-def padding_figure(means: dict, title: str = "Zero padding drags BatchNorm's mean toward 0"):
+def padding_figure(means: dict, title: str | None = None):
     """Grouped bars, one group per feature: {label: per-feature means (D,)}; the first entry is the reference."""
     import matplotlib.pyplot as plt
 
@@ -549,9 +585,9 @@ def padding_figure(means: dict, title: str = "Zero padding drags BatchNorm's mea
         )
     ax.axhline(0, color="black", lw=0.8)
     ax.set_xticks(range(len(values)))
-    ax.set_xlabel("feature d")
-    ax.set_ylabel("per-feature mean")
-    ax.set_title(title)
+    ax.set_xlabel(_("feature d"))
+    ax.set_ylabel(_("per-feature mean"))
+    ax.set_title(title or _("Zero padding drags BatchNorm's mean toward 0"))
     ax.legend(loc="upper right")
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
@@ -567,17 +603,29 @@ def spread_figure(batch_sizes, bn_spread: dict, ln_spread: dict, repeats: int, g
     bn = [bn_spread[b] for b in batch_sizes]
     ln = [ln_spread[b] for b in batch_sizes]
     ax.plot(
-        batch_sizes, bn, "o-", color=NORM_COLORS["BatchNorm"], lw=2.5, ms=9, label="BatchNorm: the output of s varies"
+        batch_sizes,
+        bn,
+        "o-",
+        color=NORM_COLORS["BatchNorm"],
+        lw=2.5,
+        ms=9,
+        label=_("BatchNorm: the output of s varies"),
     )
     ax.plot(batch_sizes, [guide / math.sqrt(b) for b in batch_sizes], "--", color="gray", lw=1.5, label=f"{guide} / √B")
     ax.plot(
-        batch_sizes, ln, "s-", color=NORM_COLORS["LayerNorm"], lw=2.5, ms=9, label="LayerNorm: the same in every batch"
+        batch_sizes,
+        ln,
+        "s-",
+        color=NORM_COLORS["LayerNorm"],
+        lw=2.5,
+        ms=9,
+        label=_("LayerNorm: the same in every batch"),
     )
     ax.set_xscale("log", base=2)
     ax.set_xticks(batch_sizes, [str(b) for b in batch_sizes])
-    ax.set_xlabel("batch size B")
-    ax.set_ylabel(f"std of the output of s\nacross {repeats} batches")
-    ax.set_title("The same sample, different batch mates")
+    ax.set_xlabel(_("batch size B"))
+    ax.set_ylabel(_("std of the output of s\nacross {repeats} batches").format(repeats=repeats))
+    ax.set_title(_("The same sample, different batch mates"))
     ax.legend()
     ax.grid(alpha=0.3)
     fig.tight_layout()
@@ -593,19 +641,25 @@ def running_stats_figure(running_means, true_means, features, gaps, floor: float
     steps = range(1, len(gaps) + 1)
     for k, d in enumerate(features):
         color = _LINE_COLORS[k % 4]
-        a.plot(steps, running_means[:, d].tolist(), color=color, lw=2.2, label=f"feature {d}")
+        a.plot(steps, running_means[:, d].tolist(), color=color, lw=2.2, label=_("feature {d}").format(d=d))
         a.axhline(float(true_means[d]), color=color, ls="--", lw=1.5)
-    a.set_xlabel("training step")
-    a.set_ylabel("running mean (dashed: true mean)")
-    a.set_title("Running means approach the data's means")
+    a.set_xlabel(_("training step"))
+    a.set_ylabel(_("running mean (dashed: true mean)"))
+    a.set_title(_("Running means approach the data's means"))
     a.legend()
     a.grid(alpha=0.3)
-    b.plot(steps, gaps, color=NORM_COLORS["BatchNorm"], lw=2, label="BatchNorm: |train − eval| output")
-    b.axhline(floor, color="gray", ls="--", lw=1.5, label=f"floor ≈ {floor:.2f} (batch noise, B = {batch})")
-    b.set_xlabel("training step")
-    b.set_ylabel("mean |train − eval| output")
+    b.plot(steps, gaps, color=NORM_COLORS["BatchNorm"], lw=2, label=_("BatchNorm: |train − eval| output"))
+    b.axhline(
+        floor,
+        color="gray",
+        ls="--",
+        lw=1.5,
+        label=_("floor ≈ {floor:.2f} (batch noise, B = {batch})").format(floor=floor, batch=batch),
+    )
+    b.set_xlabel(_("training step"))
+    b.set_ylabel(_("mean |train − eval| output"))
     b.set_ylim(0, None)
-    b.set_title("The train/eval gap shrinks, then stays")
+    b.set_title(_("The train/eval gap shrinks, then stays"))
     b.legend()
     b.grid(alpha=0.3)
     fig.tight_layout()

@@ -6,6 +6,8 @@ import inspect
 
 import torch
 
+from .i18n import _
+
 __all__ = ["cmp", "show_source"]
 
 
@@ -17,12 +19,20 @@ def cmp(name: str, ours: torch.Tensor, theirs: torch.Tensor, atol: float = 1e-5)
     """
     a, b = ours.detach().double(), theirs.detach().double()
     if a.shape != b.shape:
-        print(f"{name:<28s} | shapes differ: {tuple(a.shape)} vs {tuple(b.shape)}")
+        print(
+            _("{name:<28s} | shapes differ: {ours} vs {theirs}").format(
+                name=name, ours=tuple(a.shape), theirs=tuple(b.shape)
+            )
+        )
         return False
     exact = bool(torch.equal(ours.detach().cpu(), theirs.detach().cpu()))
     diff = float((a - b).abs().max()) if a.numel() else 0.0
     close = diff <= atol
-    print(f"{name:<28s} | exact: {str(exact):5s} | close (atol {atol:.0e}): {str(close):5s} | max diff: {diff:.1e}")
+    print(
+        _("{name:<28s} | exact: {exact:5s} | close (atol {atol:.0e}): {close:5s} | max diff: {diff:.1e}").format(
+            name=name, exact=str(exact), atol=atol, close=str(close), diff=diff
+        )
+    )
     return close
 
 

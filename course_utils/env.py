@@ -10,6 +10,8 @@ from contextlib import contextmanager
 
 import torch
 
+from .i18n import _
+
 __all__ = [
     "torch_threads",
     "seed_everything",
@@ -59,13 +61,13 @@ def device_reason() -> tuple[str, str]:
     if forced:
         if forced not in ("cpu", "cuda", "mps"):
             raise ValueError(f"COURSE_DEVICE must be cpu, cuda or mps, got {forced!r}")
-        return forced, f"COURSE_DEVICE={forced} is set in the environment"
+        return forced, _("COURSE_DEVICE={device} is set in the environment").format(device=forced)
     if torch.cuda.is_available():
-        return "cuda", f"a CUDA GPU is available ({torch.cuda.get_device_name(0)})"
+        return "cuda", _("a CUDA GPU is available ({name})").format(name=torch.cuda.get_device_name(0))
     mps = getattr(torch.backends, "mps", None)
     if mps is not None and mps.is_available():
-        return "mps", "no CUDA GPU, but Apple's Metal (MPS) backend is available"
-    return "cpu", "no CUDA GPU and no Apple MPS backend were found, so the CPU is used"
+        return "mps", _("no CUDA GPU, but Apple's Metal (MPS) backend is available")
+    return "cpu", _("no CUDA GPU and no Apple MPS backend were found, so the CPU is used")
 
 
 def pick_device() -> torch.device:
@@ -107,7 +109,7 @@ def environment_report() -> dict:
 
         widgets = ipywidgets.__version__
     except ImportError:  # pragma: no cover
-        widgets = "not installed"
+        widgets = _("not installed")
     name, why = device_reason()
     return {
         "python": platform.python_version(),

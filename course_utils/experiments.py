@@ -50,9 +50,11 @@ from dataclasses import asdict, dataclass, field, replace
 
 import torch
 
+from . import run_cache
 from .attention import qk_norm_bound
 from .data import Corpus
 from .env import pick_device, torch_threads
+from .i18n import N_, _
 from .model import GPTConfig, TinyGPT
 from .norms import gain_of
 from .recipes import RECIPES
@@ -108,10 +110,11 @@ def variant_fields(variant: str) -> tuple:
 
 
 DEGRADED_MARGIN = 0.5  # nats above the sweep's best final loss
-DIVERGED_DEFINITION = (
+_DEFINITION = N_(
     "diverged: the training loss became NaN/inf, or the final validation loss is not below the initial loss "
-    f"l0; degraded: finite and below l0 but more than {DEGRADED_MARGIN} nats above the sweep's best final loss"
+    "l0; degraded: finite and below l0 but more than {margin} nats above the sweep's best final loss"
 )
+DIVERGED_DEFINITION = _DEFINITION.format(margin=DEGRADED_MARGIN)  # English; shown in the current language
 
 
 @dataclass(frozen=True)
@@ -257,7 +260,9 @@ class RunRecord:
 
 def _fmt_loss(r: RunRecord) -> str:
     if r.status == "diverged":
-        return "diverged" + (f" (step {r.diverged_at})" if r.diverged_at is not None else "")
+        if r.diverged_at is None:
+            return _("diverged")
+        return _("diverged (step {step})").format(step=r.diverged_at)
     return f"{r.final_loss:.2f}"
 
 
@@ -269,7 +274,7 @@ def _fmt_logit(v: float) -> str:
     return f"{v:.1f}" if v < 100 else f"{v:.1e}"
 
 
-_STATUS_MARK = {"ok": "✓ ok", "degraded": "✗ degraded", "diverged": "✗ diverged"}
+_STATUS_MARK = {"ok": N_("✓ ok"), "degraded": N_("✗ degraded"), "diverged": N_("✗ diverged")}  # _() where shown
 
 
 class SweepResult:
@@ -342,7 +347,7 @@ class SweepResult:
                 "final loss": _fmt_loss(r),
                 "max |attn logit|": _fmt_logit(r.max_attn_logit),
                 "final entropy": "n/a" if math.isnan(r.final_entropy) else f"{r.final_entropy:.2f}",
-                "verdict": _STATUS_MARK[r.status],
+                "verdict": _(_STATUS_MARK[r.status]),
             }
             for v in self.variants
             for r in self.of(v)
@@ -360,7 +365,15 @@ class SweepResult:
         ]
 
     def _title(self) -> str:
-        return f"stability sweep: preset {self.preset.name!r} on {self.device}, {len(self)} runs"
+        return _("stability sweep: preset {preset} on {device}, {n} runs").format(
+            preset=repr(self.preset.name), device=self.device, n=len(self)
+        )
+
+    def _definition(self) -> str:
+        """The stated definitions, in the current language (unless someone replaced them)."""
+        if self.definition == DIVERGED_DEFINITION:
+            return _(_DEFINITION).format(margin=DEGRADED_MARGIN)
+        return self.definition
 
     def __repr__(self) -> str:
         rows = self.rows()
@@ -369,8 +382,8 @@ class SweepResult:
             self._title(),
             _text_table(rows),
             "",
-            "LR sensitivity: " + ", ".join(f"{v} {s:.2f}" for v, s in sens.items()),
-            "(" + self.definition + ")",
+            _("LR sensitivity: {values}").format(values=", ".join(f"{v} {s:.2f}" for v, s in sens.items())),
+            "(" + self._definition() + ")",
         ]
         return "\n".join(lines)
 
@@ -378,14 +391,15 @@ class SweepResult:
         sens = self.sensitivity()
         return (
             f"<div><b>{html.escape(self._title())}</b>{_html_table(self.rows())}"
-            f"<p>LR sensitivity (mean over the grid of min(loss, l0) − best loss): "
+            + "<p>"
+            + html.escape(_("LR sensitivity (mean over the grid of min(loss, l0) − best loss): "))
             + ", ".join(f"{html.escape(v)} <b>{s:.2f}</b>" for v, s in sens.items())
-            + f"</p><p style='font-size:85%'>{html.escape(self.definition)}</p></div>"
+            + f"</p><p style='font-size:85%'>{html.escape(self._definition())}</p></div>"
         )
 
     def survival_table(self) -> Table:
         """Which variant survives which learning rate: ✓ (ok) or ✗ (degraded or diverged)."""
-        return Table(self.survival_rows(), "which variant survives which learning rate (✓ ok, ✗ failed)")
+        return Table(self.survival_rows(), _("which variant survives which learning rate (✓ ok, ✗ failed)"))
 
 
 class Table:
@@ -404,7 +418,7 @@ class Table:
 
 def _text_table(rows: list) -> str:
     if not rows:
-        return "(no runs)"
+        return _("(no runs)")
     cols = list(rows[0])
     width = {c: max(len(c), *(len(str(r[c])) for r in rows)) for c in cols}
     head = " | ".join(c.ljust(width[c]) for c in cols)
@@ -415,7 +429,7 @@ def _text_table(rows: list) -> str:
 
 def _html_table(rows: list) -> str:
     if not rows:
-        return "<p>(no runs)</p>"
+        return "<p>" + html.escape(_("(no runs)")) + "</p>"
     cols = list(rows[0])
     head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
 
@@ -529,6 +543,22 @@ class _OutputProbe:
 
 
 def _run_one(preset: Preset, variant: str, lr: float, seed: int, device: torch.device, steps, progress) -> RunRecord:
+    if device.type != "cpu" or not run_cache.enabled():
+        return _train_one(preset, variant, lr, seed, device, steps, progress)
+    # a test session trains each CPU run once (course_utils/run_cache.py); the bar ends on the same line
+    record = run_cache.memo(
+        "run",
+        (preset, variant, float(lr), seed, steps),
+        lambda: _train_one(preset, variant, lr, seed, device, steps, False),
+    )
+    if progress:
+        bar = ProgressBar(preset.train["steps"] if steps is None else steps, f"{variant:>15s} lr {lr:<6g}")
+        bar.n = len(record.losses)
+        bar.close(_bar_note(record))
+    return record
+
+
+def _train_one(preset: Preset, variant: str, lr: float, seed: int, device: torch.device, steps, progress) -> RunRecord:
     model_cfg, train_cfg, corpus = build_run(preset, variant, lr, seed, steps)
     torch.manual_seed(seed)  # the same initial weights for every learning rate
     model = TinyGPT(model_cfg).to(device)
@@ -668,8 +698,10 @@ def parallel_map(fn, calls, workers="auto"):
 
 def _bar_note(record: RunRecord) -> str:
     if not record.diverged:
-        return "done"
-    return "diverged" + (f" at step {record.diverged_at}" if record.diverged_at is not None else "")
+        return _("done")
+    if record.diverged_at is None:
+        return _("diverged")
+    return _("diverged at step {step}").format(step=record.diverged_at)
 
 
 def cpu_run(spec: Preset, variant: str, lr: float, seed: int = 0, steps: int | None = None) -> RunRecord:

@@ -11,13 +11,19 @@ Every figure in the course is shown with `show(fig, alt=...)` instead of `plt.sh
    comparison of stored outputs all see a sentence that says what the figure shows.
 3. It closes the figure, so the inline backend does not show it a second time.
 
-Importing this module sets the course's font sizes (`STYLE`), which are all at least 10 pt.
+Importing this module sets the course's font sizes (`STYLE`), which are all at least 10 pt, and lets matplotlib
+draw Japanese (the Japanese edition's titles and labels, course_utils/i18n.py): DejaVu Sans stays the first font, so
+English figures are unchanged, and IPAexGothic (the `matplotlib-fontja` package) draws the glyphs DejaVu Sans lacks.
 """
 
 from __future__ import annotations
 
+import logging
+
 import matplotlib
 from matplotlib.text import Text
+
+from .i18n import _
 
 __all__ = ["MIN_FONT_PT", "STYLE", "figure_bundle", "figure_problems", "show", "use_course_style"]
 
@@ -35,9 +41,47 @@ STYLE = {
 }
 
 
+JAPANESE_FONT = "IPAexGothic"  # bundled by matplotlib-fontja
+
+
 def use_course_style() -> None:
-    """Set matplotlib's default font sizes to the course's (every one at least MIN_FONT_PT)."""
+    """Set matplotlib's default font sizes to the course's (every one at least MIN_FONT_PT), and the Japanese
+    fallback font (see use_japanese_fallback)."""
     matplotlib.rcParams.update(STYLE)
+    use_japanese_fallback()
+
+
+def use_japanese_fallback() -> bool:
+    """Draw text in DejaVu Sans (matplotlib's default, as before), falling back glyph by glyph to IPAexGothic for
+    the Japanese that DejaVu Sans lacks. False, and nothing changed, when matplotlib-fontja is not installed
+    (English figures still work; Japanese ones would show boxes)."""
+    try:
+        import matplotlib_fontja  # noqa: F401  (registers IPAexGothic; it also makes it the only family)
+    except ImportError:
+        return False
+    params = matplotlib.rcParams
+    sans = [name for name in params["font.sans-serif"] if name != JAPANESE_FONT]
+    first = sans[0] if sans else "DejaVu Sans"
+    params["font.sans-serif"] = [first, JAPANESE_FONT, *sans[1:]]
+    # matplotlib falls back glyph by glyph only along the families named in font.family (a generic name such as
+    # "sans-serif" resolves to one font), so both are named
+    params["font.family"] = [first, JAPANESE_FONT]
+    # IPAexGothic has one weight: bold Japanese is drawn regular, which matplotlib would log (to stderr, an output
+    # that nbval compares) for every bold English title, although DejaVu Sans draws those in bold as before
+    logger = logging.getLogger("matplotlib.font_manager")
+    if not any(isinstance(f, _OneWeightFilter) for f in logger.filters):
+        logger.addFilter(_OneWeightFilter())
+    return True
+
+
+class _OneWeightFilter(logging.Filter):
+    """Drops matplotlib's "Failed to find font weight bold for IPAexGothic" (the font has no other weight)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.msg if isinstance(record.msg, str) else ""
+        return not (
+            message.startswith("findfont: Failed to find font weight") and JAPANESE_FONT in map(str, record.args or ())
+        )
 
 
 use_course_style()
@@ -95,7 +139,7 @@ def figure_bundle(fig, alt: str) -> tuple[dict, dict]:
     if problems:
         raise ValueError("this figure is hard to read in a room:\n  - " + "\n  - ".join(problems))
     png = print_figure(fig, fmt="png", bbox_inches="tight", base64=True)
-    return {"image/png": png, "text/plain": f"[Figure: {alt}]"}, {"image/png": {"alt": alt}}
+    return {"image/png": png, "text/plain": _("[Figure: {alt}]").format(alt=alt)}, {"image/png": {"alt": alt}}
 
 
 def show(fig, alt: str, display_id: bool = False):

@@ -17,6 +17,8 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
+from .i18n import _
+
 __all__ = ["Surd", "exact_sqrt", "layer_norm_steps", "rms_norm_steps", "LayerNormSteps", "RMSNormSteps"]
 
 _MAX_FACTOR = 10**12  # above this we stop looking for square factors and fall back to a float
@@ -172,14 +174,21 @@ class LayerNormSteps:
         squares = " + ".join(f"{_paren(d)}^2" for d in self.deviations)
         eps_part = "" if self.eps == 0 else " + \\epsilon"
         std_value = f"{float(self.std):.4f}"
+        steps = [
+            _("1. Mean:"),
+            _("2. Deviations:"),
+            _("3. Variance (divide by n):"),
+            _("4. Standard deviation:"),
+            _("5. Normalized:"),
+        ]
         lines = [
-            f"**LayerNorm by hand** for $x = [{xs}]$ (n = {n}{'' if self.eps == 0 else f', ε = {float(self.eps):g}'})",
+            _heading(_("**LayerNorm by hand** for $x = [{xs}]$ ({details})"), xs, n, self.eps),
             "",
-            f"1. Mean: $\\mu = {_mean_latex(total, n, self.mean)}$",
-            f"2. Deviations: $x - \\mu = [{dev_terms}] = {_list_latex(_frac_latex(d) for d in self.deviations)}$",
-            f"3. Variance (divide by n): $\\sigma^2 = \\frac{{{squares}}}{{{n}}} = {_frac_latex(self.variance)}$",
-            f"4. Standard deviation: $\\sqrt{{\\sigma^2{eps_part}}} = {self._std_latex()} \\approx {std_value}$",
-            f"5. Normalized: $\\hat{{x}} = \\frac{{x - \\mu}}{{\\sqrt{{\\sigma^2{eps_part}}}}} = "
+            f"{steps[0]} $\\mu = {_mean_latex(total, n, self.mean)}$",
+            f"{steps[1]} $x - \\mu = [{dev_terms}] = {_list_latex(_frac_latex(d) for d in self.deviations)}$",
+            f"{steps[2]} $\\sigma^2 = \\frac{{{squares}}}{{{n}}} = {_frac_latex(self.variance)}$",
+            f"{steps[3]} $\\sqrt{{\\sigma^2{eps_part}}} = {self._std_latex()} \\approx {std_value}$",
+            f"{steps[4]} $\\hat{{x}} = \\frac{{x - \\mu}}{{\\sqrt{{\\sigma^2{eps_part}}}}} = "
             f"{_list_latex(_divided_by(d, self.std) for d in self.deviations)} \\approx "
             f"{_list_latex(f'{v:.3f}' for v in self.normalized)}$",
         ]
@@ -193,6 +202,12 @@ class LayerNormSteps:
             f"LayerNormSteps(mean={self.mean}, variance={self.variance}, std={self.std!r}, "
             f"normalized=[{', '.join(f'{v:.3f}' for v in self.normalized)}])"
         )
+
+
+def _heading(template: str, xs: str, n: int, eps) -> str:
+    """The bold first line of a hand computation, in the current language: "(n = 4, ε = 1e-05)"."""
+    details = f"n = {n}" + ("" if eps == 0 else f", ε = {float(eps):g}")
+    return template.format(xs=xs, details=details)
 
 
 @dataclass(frozen=True)
@@ -212,13 +227,14 @@ class RMSNormSteps:
         sq_terms = " + ".join(f"{_paren(v)}^2" for v in self.values)
         eps_part = "" if self.eps == 0 else " + \\epsilon"
         rms_latex = self.rms.latex() if isinstance(self.rms, Surd) else f"{float(self.rms):.6g}"
+        steps = [_("1. Squares:"), _("2. Mean square (no mean is subtracted):"), _("3. RMS:"), _("4. Normalized:")]
         lines = [
-            f"**RMSNorm by hand** for $x = [{xs}]$ (n = {n}{'' if self.eps == 0 else f', ε = {float(self.eps):g}'})",
+            _heading(_("**RMSNorm by hand** for $x = [{xs}]$ ({details})"), xs, n, self.eps),
             "",
-            f"1. Squares: $x^2 = {_list_latex(_frac_latex(s) for s in self.squares)}$",
-            f"2. Mean square (no mean is subtracted): $\\frac{{{sq_terms}}}{{{n}}} = {_frac_latex(self.mean_square)}$",
-            f"3. RMS: $\\sqrt{{\\overline{{x^2}}{eps_part}}} = {rms_latex} \\approx {float(self.rms):.4f}$",
-            f"4. Normalized: $\\frac{{x}}{{\\mathrm{{RMS}}}} = "
+            f"{steps[0]} $x^2 = {_list_latex(_frac_latex(s) for s in self.squares)}$",
+            f"{steps[1]} $\\frac{{{sq_terms}}}{{{n}}} = {_frac_latex(self.mean_square)}$",
+            f"{steps[2]} $\\sqrt{{\\overline{{x^2}}{eps_part}}} = {rms_latex} \\approx {float(self.rms):.4f}$",
+            f"{steps[3]} $\\frac{{x}}{{\\mathrm{{RMS}}}} = "
             f"{_list_latex(_divided_by(v, self.rms) for v in self.values)} \\approx "
             f"{_list_latex(f'{v:.3f}' for v in self.normalized)}$",
         ]

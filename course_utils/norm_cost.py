@@ -26,6 +26,7 @@ import torch
 import torch.nn.functional as F
 
 from . import norms
+from .i18n import _
 
 __all__ = ["measure_norm_cost", "aten_ops", "norm_calls", "format_report"]
 
@@ -64,11 +65,11 @@ def measure_norm_cost(
     calls = norm_calls(x)
     times = {name: [] for name in calls}
     with torch.inference_mode():
-        for _ in range(warmup):
+        for _round in range(warmup):
             for fn in calls.values():
                 fn()
         _sync(device)
-        for _ in range(rounds):
+        for _round in range(rounds):
             for name, fn in calls.items():
                 start = time.perf_counter()
                 fn()
@@ -117,8 +118,13 @@ def format_report(result: dict, pairs=None) -> str:
     sec = result["seconds"]
     pairs = PAIRS if pairs is None else {pair: PAIRS[pair] for pair in pairs}
     lines = [
-        f"activation {result['shape']} {str(result['dtype']).replace('torch.', '')} on {result['device']}, "
-        f"{result['threads']} thread(s), median of {result['rounds']} interleaved rounds",
+        _("activation {shape} {dtype} on {device}, {threads} thread(s), median of {rounds} interleaved rounds").format(
+            shape=result["shape"],
+            dtype=str(result["dtype"]).replace("torch.", ""),
+            device=result["device"],
+            threads=result["threads"],
+            rounds=result["rounds"],
+        ),
         f"{'':18s} | {'LayerNorm':>10s} | {'RMSNorm':>10s} | LN / RMS",
     ]
     for pair, (ln, rms) in pairs.items():

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import torch
 import torch.fx
 
+from .i18n import _
 from .model import Block, GPTConfig
 
 __all__ = [
@@ -150,16 +151,17 @@ def describe_placements(placements) -> str:
     parts = [f"{PLACEMENT_TITLES[p]}: {sublayer_layout(p).plain_equation}" for p in placements]
     on_stream = [PLACEMENT_TITLES[p].split(" (")[0] for p in placements if sublayer_layout(p).highway]
     if not on_stream:
-        where = "None of them puts a norm on the stream itself: it stays a plain sum"
+        where = _("None of them puts a norm on the stream itself: it stays a plain sum")
     elif len(on_stream) == len(placements):
-        where = "Each puts a norm on the stream itself"
+        where = _("Each puts a norm on the stream itself")
     else:
-        where = f"Only {', '.join(on_stream)} puts a norm on the stream itself; the others leave it a plain sum"
-    return (
+        where = _("Only {names} puts a norm on the stream itself; the others leave it a plain sum").format(
+            names=", ".join(on_stream)
+        )
+    return _(
         "One residual sub-layer per placement, the stream as a thick vertical arrow with F on a side branch; "
-        + "; ".join(parts)
-        + f". {where}."
-    )
+        "{equations}. {where}."
+    ).format(equations="; ".join(parts), where=where)
 
 
 def _box(ax, x, y, name, edge="black", lw=1.0):
@@ -201,15 +203,15 @@ def _panel(ax, title: str, layout: SublayerLayout) -> None:
     for k, (y, name) in enumerate(zip(ys_on, layout.highway)):
         _box(ax, highway_x, y, name, edge=_WARN, lw=2.5)
         if k == 0:
-            ax.text(highway_x + 1.3, y, "on the highway", fontsize=10, color=_WARN, va="center")
+            ax.text(highway_x + 1.3, y, _("on the highway"), fontsize=10, color=_WARN, va="center")
     if ys_on:
         _arrow(ax, (highway_x, ys_on[-1] + 0.55), (highway_x, top), lw=5, color=_STREAM)
     else:
-        ax.text(highway_x + 0.6, 8.2, "identity path:\nnothing but sums", fontsize=10, color=_STREAM)
+        ax.text(highway_x + 0.6, 8.2, _("identity path:\nnothing but sums"), fontsize=10, color=_STREAM)
     ax.add_patch(_circle(highway_x, plus_y))
     ax.text(highway_x, plus_y, "+", ha="center", va="center", fontsize=14, zorder=4)
-    ax.text(highway_x, 0.05, "x (residual stream)", ha="center", fontsize=10)
-    ax.text(highway_x, 9.55, "to the next sub-layer", ha="center", fontsize=10)
+    ax.text(highway_x, 0.05, _("x (residual stream)"), ha="center", fontsize=10)
+    ax.text(highway_x, 9.55, _("to the next sub-layer"), ha="center", fontsize=10)
 
 
 def _circle(x, y):

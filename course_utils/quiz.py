@@ -14,6 +14,7 @@ no widget (the stored file keeps no widget views, see `course_utils.nbtools`) th
 from __future__ import annotations
 
 from .checks import MultipleChoice
+from .i18n import _
 
 __all__ = ["MultipleChoice", "question_markdown", "question_bundle", "show_quiz"]
 
@@ -21,18 +22,24 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
 def question_markdown(number: int, q: MultipleChoice) -> str:
-    choices = "\n".join(f"- **({k})** {v}" for k, v in q.choices.items())
+    choices = "\n".join(f"- **({k})** {v}" for k, v in q.choice_texts().items())
+    show = _("Show the answer")
     return (
-        f"**Question {number}.** {q.prompt}\n\n{choices}\n\n"
-        f"<details><summary>Show the answer</summary>\n\n**({q.answer})**: {q.explanation}\n\n</details>"
+        f"{_question(number)} {q.prompt_text()}\n\n{choices}\n\n"
+        f"<details><summary>{show}</summary>\n\n**({q.answer})**: {q.explanation_text()}\n\n</details>"
     )
+
+
+def _question(number: int) -> str:
+    """The question's bold label, "**Question 1.**" (a translation keeps the Markdown)."""
+    return _("**Question {number}.**").format(number=number)
 
 
 def feedback(q: MultipleChoice, letter) -> str:
     if letter is None:
-        return "Pick an answer first."
+        return _("Pick an answer first.")
     ok, why = q.grade(letter)
-    return ("✅ Right: " if ok else "❌ Not quite: ") + why
+    return (_("✅ Right: {why}") if ok else _("❌ Not quite: {why}")).format(why=why)
 
 
 def _answer_box(number: int, q: MultipleChoice):
@@ -40,11 +47,11 @@ def _answer_box(number: int, q: MultipleChoice):
     import ipywidgets as w
     import mistune
 
-    prompt = w.HTMLMath(mistune.html(f"**Question {number}.** {q.prompt}"))
+    prompt = w.HTMLMath(mistune.html(f"{_question(number)} {q.prompt_text()}"))
     radio = w.RadioButtons(
-        options=[(f"({k}) {v}", k) for k, v in q.choices.items()], value=None, layout=w.Layout(width="auto")
+        options=[(f"({k}) {v}", k) for k, v in q.choice_texts().items()], value=None, layout=w.Layout(width="auto")
     )
-    button = w.Button(description="Check", button_style="primary")
+    button = w.Button(description=_("Check"), button_style="primary")
     result = w.HTMLMath()
 
     def on_click(_b):
@@ -58,7 +65,9 @@ def question_bundle(number: int, q: MultipleChoice) -> dict:
     """One question as one display bundle: the widget view, its Markdown twin, and a one-line text fallback."""
     bundle = {
         "text/markdown": question_markdown(number, q),
-        "text/plain": f"[Answer box for question {number}: run this cell in JupyterLab to answer it.]",
+        "text/plain": _("[Answer box for question {number}: run this cell in JupyterLab to answer it.]").format(
+            number=number
+        ),
     }
     try:
         box = _answer_box(number, q)

@@ -27,8 +27,10 @@ from typing import NamedTuple
 
 import torch
 
+from . import run_cache
 from .env import torch_threads
 from .experiments import build_run, cpu_run, parallel_map, resolve_preset
+from .i18n import _
 from .model import TinyGPT
 from .training import evaluate, train
 
@@ -76,8 +78,8 @@ def mean_log_z(model, corpus, batches: int = 4, batch_size: int = 32, block_size
     model.eval()
     generator = torch.Generator().manual_seed(seed)
     total = 0.0
-    for _ in range(batches):
-        x, _ = corpus.batch("val", batch_size, block_size, generator)
+    for _batch in range(batches):
+        x, _targets = corpus.batch("val", batch_size, block_size, generator)
         total += model(x).float().logsumexp(-1).mean().item()
     model.train()
     return total / batches
@@ -122,8 +124,10 @@ class Job(NamedTuple):
 def _do(spec, job: Job):
     if job.eval_batches is not None:
         spec = replace(spec, eval_batches=job.eval_batches)
-    if job.kind == "log_z":
-        return log_z_after_training(spec, job.variant, job.lr, job.seed, job.z_loss)
+    if job.kind == "log_z":  # once per test session (course_utils/run_cache.py); "record" jobs are cached by cpu_run
+        return run_cache.memo(
+            "log_z", (spec, job), lambda: log_z_after_training(spec, job.variant, job.lr, job.seed, job.z_loss)
+        )
     return cpu_run(spec, job.variant, job.lr, job.seed, job.steps)
 
 
@@ -186,19 +190,25 @@ def sweep_panels(result, titles=None, margin: float = 0.5):
         if failed:
             a.scatter(*zip(*failed), s=170, facecolors="none", edgecolors=COLORS.get(v, "gray"), linewidths=2)
         b.plot([r.lr for r in runs], [r.max_attn_logit for r in runs], marker="o", **_style(v))
-    a.axhline(l0, color="black", ls=":", lw=1, label="ℓ0 (untrained)")
-    a.axhspan(best, best + margin, color="#009E73", alpha=0.12, label=f"ok: within {margin:g} nats of the best")
+    a.axhline(l0, color="black", ls=":", lw=1, label=_("ℓ0 (untrained)"))
+    a.axhspan(
+        best,
+        best + margin,
+        color="#009E73",
+        alpha=0.12,
+        label=_("ok: within {margin:g} nats of the best").format(margin=margin),
+    )
     a.set_ylim(best - 0.15, l0 + 0.2)
-    a.set_ylabel("final validation loss (nats)")
-    a.set_title("Final loss (circled: the run failed)")
+    a.set_ylabel(_("final validation loss (nats)"))
+    a.set_title(_("Final loss (circled: the run failed)"))
     b.set_yscale("log")
-    b.set_ylabel("largest |attention logit| (log scale)")
-    b.set_title("Largest attention logit, before any softcap")
+    b.set_ylabel(_("largest |attention logit| (log scale)"))
+    b.set_title(_("Largest attention logit, before any softcap"))
     for ax in (a, b):
         ax.set_xscale("log")
         ax.set_xticks(lrs, [f"{lr:g}" for lr in lrs])
         ax.minorticks_off()
-        ax.set_xlabel("learning rate (log scale)")
+        ax.set_xlabel(_("learning rate (log scale)"))
         ax.grid(alpha=0.3, which="both")
     fig.legend(*a.get_legend_handles_labels(), loc="lower center", ncol=5, frameon=False)
     fig.tight_layout(rect=(0, 0.13, 1, 1))
@@ -210,7 +220,7 @@ def sensitivity_bars(sensitivity: dict, lrs, titles=None):
     recipes' colours and names)."""
     from .stability_plots import sensitivity_bars as bars
 
-    return bars(sensitivity, lrs, titles, COLORS, "recipe", figsize=(8, 0.45 * len(sensitivity) + 1.4))
+    return bars(sensitivity, lrs, titles, COLORS, _("recipe"), figsize=(8, 0.45 * len(sensitivity) + 1.4))
 
 
 def output_rms_panels(runs: dict):
@@ -225,11 +235,11 @@ def output_rms_panels(runs: dict):
                 r.probe_steps[: len(r.output_rms[kind])], r.output_rms[kind], color=color, ls=ls, lw=2.3, label=label
             )
         ax.set_title(kind)
-        ax.set_xlabel("step")
+        ax.set_xlabel(_("step"))
         ax.grid(alpha=0.3, which="major")
-    axes[0].set_ylabel("RMS of the layer's output (log scale)")
+    axes[0].set_ylabel(_("RMS of the layer's output (log scale)"))
     fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=len(runs), frameon=False)
-    fig.suptitle("Output RMS of each linear layer during training (Rybakov et al.'s measurement)")
+    fig.suptitle(_("Output RMS of each linear layer during training (Rybakov et al.'s measurement)"))
     fig.tight_layout(rect=(0, 0.1, 1, 1))
     return fig
 
@@ -246,10 +256,10 @@ def switch_curves(runs: dict, switch_step: int, smooth: int = 5):
             x = r.losses
             mean = [statistics.fmean(x[max(0, i - smooth + 1) : i + 1]) for i in range(len(x))]
             ax.plot(range(len(mean)), mean, color=color, ls=ls, lw=2.3, label=label)
-        ax.axvline(switch_step, color="black", ls=":", lw=1.5, label="QK-Norm switched on")
-        ax.set_xlabel("step")
-        ax.set_ylabel(f"training loss (nats, mean of {smooth} steps)")
-        ax.set_title(f"learning rate {lr:g}")
+        ax.axvline(switch_step, color="black", ls=":", lw=1.5, label=_("QK-Norm switched on"))
+        ax.set_xlabel(_("step"))
+        ax.set_ylabel(_("training loss (nats, mean of {smooth} steps)").format(smooth=smooth))
+        ax.set_title(_("learning rate {lr:g}").format(lr=lr))
         ax.grid(alpha=0.3)
     axes[0][0].legend(loc="upper right")
     fig.tight_layout()
@@ -272,10 +282,10 @@ def spread_strip(losses: dict, steps: int, titles=None):
             ax.errorbar(i + 0.22, mean, yerr=sd, color=color, capsize=6, lw=2, marker="_", ms=14)
         ax.set_xticks(range(len(by_variant)), [titles.get(v, v) for v in by_variant])
         ax.set_xlim(-0.5, len(by_variant) - 0.3)
-        ax.set_xlabel("embedding")
-        ax.set_ylabel(f"validation loss after {steps} steps (nats)")
+        ax.set_xlabel(_("embedding"))
+        ax.set_ylabel(_("validation loss after {steps} steps (nats)").format(steps=steps))
         n = len(next(iter(by_variant.values())))
-        ax.set_title(f"lr {lr:g}: {n} seeds (bar: mean ± 1 std)")
+        ax.set_title(_("lr {lr:g}: {n} seeds (bar: mean ± 1 std)").format(lr=lr, n=n))
         ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     return fig

@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from .i18n import _
 from .model import GPTConfig
 from .placement_diagram import NORM, block_layouts
 
@@ -144,15 +145,15 @@ def _norm_label(cfg: GPTConfig) -> str:
 
 
 def _qk_label(cfg: GPTConfig) -> str:
-    return {None: "none", "head": "per head", "full": "full width"}[cfg.qk_norm]
+    return {None: _("none"), "head": _("per head"), "full": _("full width")}[cfg.qk_norm]
 
 
 def _embed_label(cfg: GPTConfig) -> str:
-    return {None: "plain", "sqrt_d": "× √d", "l2": "e/|e|·√d"}[cfg.embed_scale]
+    return {None: _("plain"), "sqrt_d": "× √d", "l2": "e/|e|·√d"}[cfg.embed_scale]
 
 
 def _cap(value) -> str:
-    return "none" if value is None else f"{value:g}"
+    return _("none") if value is None else f"{value:g}"
 
 
 def recipe_rows(names=None) -> list:
@@ -166,10 +167,10 @@ def recipe_rows(names=None) -> list:
                 "recipe": r.title,
                 "norm": _norm_label(cfg),
                 "placement": _PLACEMENT[cfg.placement],
-                "QK-Norm": _qk_label(cfg) + (" (before RoPE)" if cfg.qk_norm else ""),
+                "QK-Norm": _qk_label(cfg) + (_(" (before RoPE)") if cfg.qk_norm else ""),
                 "softcap attn / out": f"{_cap(cfg.attn_softcap)} / {_cap(cfg.logit_softcap)}",
                 "embedding": _embed_label(cfg),
-                "z-loss": f"{r.train['z_loss']:g}" if r.train.get("z_loss") else "none",
+                "z-loss": f"{r.train['z_loss']:g}" if r.train.get("z_loss") else _("none"),
             }
         )
     return rows
@@ -177,14 +178,14 @@ def recipe_rows(names=None) -> list:
 
 def _card_steps(cfg: GPTConfig, train: dict) -> list:
     """The card's boxes from bottom to top: (kind, label). Sub-layer order comes from tracing Block.forward."""
-    steps = [("io", "embedding" + ("" if cfg.embed_scale is None else f"  {_embed_label(cfg)}"))]
+    steps = [("io", _("embedding") + ("" if cfg.embed_scale is None else f"  {_embed_label(cfg)}"))]
     norm = _norm_label(cfg)
     for sublayer, layout in zip(("attention", "MLP"), block_layouts(cfg.placement)):
         for item in layout.branch:
             if item == NORM:
                 steps.append(("norm", norm))
             elif sublayer == "attention":
-                lines = ["attention"]
+                lines = [_("attention")]
                 if cfg.qk_norm:
                     lines.append(f"QK-Norm {_qk_label(cfg)}")
                 if cfg.attn_softcap is not None:
@@ -195,7 +196,7 @@ def _card_steps(cfg: GPTConfig, train: dict) -> list:
         steps.append(("add", "+"))
         steps.extend(("norm", norm) for item in layout.highway if item == NORM)
     if cfg.placement != "post":
-        steps.append(("norm", norm + " (final)"))
+        steps.append(("norm", norm + _(" (final)")))
     head = "LM head" + ("" if cfg.logit_softcap is None else f"\nsoftcap {cfg.logit_softcap:g}")
     if train.get("z_loss"):
         head += f"\nz-loss {train['z_loss']:g}"
@@ -208,9 +209,11 @@ def describe_recipes(names=None) -> str:
     parts = []
     for name in names or RECIPES:
         r = RECIPES[name]
-        seq = [label.replace("\n", ", ") for _, label in _card_steps(GPTConfig(**r.model), r.train)]
+        seq = [label.replace("\n", ", ") for _kind, label in _card_steps(GPTConfig(**r.model), r.train)]
         parts.append(f"{r.title}: " + " → ".join(seq))
-    return "One card per recipe, from the embedding at the bottom to the LM head at the top. " + "; ".join(parts) + "."
+    return _("One card per recipe, from the embedding at the bottom to the LM head at the top. {cards}.").format(
+        cards="; ".join(parts)
+    )
 
 
 _COLOURS = {"norm": "#E69F00", "sub": "#56B4E9", "io": "#DDDDDD"}
@@ -260,7 +263,7 @@ def draw_recipe_cards(names=None):
             on_stream = kind in ("io", "add") or (kind == "norm" and i > 0 and steps[i - 1][0] == "add")
             if on_stream:  # what leaves this box is the residual stream: the next sub-layer forks from here
                 fork = (top + y) / 2
-    fig.suptitle("Recipe cards: one block of each model family, read from its config", fontsize=13)
+    fig.suptitle(_("Recipe cards: one block of each model family, read from its config"), fontsize=13)
     fig.tight_layout()
     return fig
 

@@ -24,6 +24,7 @@ import matplotlib.pyplot as plt
 import torch
 
 from .attention import attention_entropy, qk_norm_bound, softcap
+from .i18n import N_, _
 
 __all__ = [
     "VARIANT_COLORS",
@@ -49,18 +50,18 @@ def saturation(scales, entropy, top_weight, n_keys: int):
     uniform (entropy ln n), above it one key takes almost everything (entropy 0, largest weight 1).
     """
     fig, ax = plt.subplots(figsize=(7.5, 3.8))
-    ax.semilogx(scales, entropy, color="#0072B2", lw=2.5, label="entropy of the weights (left axis)")
-    ax.axhline(math.log(n_keys), color="#0072B2", ls=":", lw=1.2, label=f"ln {n_keys}: uniform attention")
-    ax.set_xlabel("logit scale (standard deviation of the logits)")
-    ax.set_ylabel("entropy (nats)")
+    ax.semilogx(scales, entropy, color="#0072B2", lw=2.5, label=_("entropy of the weights (left axis)"))
+    ax.axhline(math.log(n_keys), color="#0072B2", ls=":", lw=1.2, label=_("ln {n}: uniform attention").format(n=n_keys))
+    ax.set_xlabel(_("logit scale (standard deviation of the logits)"))
+    ax.set_ylabel(_("entropy (nats)"))
     ax.set_ylim(-0.1, 4.6)
     right = ax.twinx()
-    right.semilogx(scales, top_weight, color="#D55E00", lw=2, ls="--", label="largest weight (right axis)")
-    right.set_ylabel("largest attention weight")
+    right.semilogx(scales, top_weight, color="#D55E00", lw=2, ls="--", label=_("largest weight (right axis)"))
+    right.set_ylabel(_("largest attention weight"))
     right.set_ylim(0, 1.05)
     lines = ax.get_lines() + right.get_lines()
     ax.legend(lines, [line.get_label() for line in lines], loc="center left")
-    ax.set_title("Bigger logits: the softmax saturates, its entropy collapses")
+    ax.set_title(_("Bigger logits: the softmax saturates, its entropy collapses"))
     ax.grid(alpha=0.3, which="both")
     fig.tight_layout()
     return fig
@@ -72,12 +73,13 @@ def attention_weights(base_logits, log_scale: float):
     n_keys = p.numel()
     fig, ax = plt.subplots(figsize=(7.5, 2.8))
     ax.bar(range(n_keys), p.tolist(), color="#0072B2")
-    ax.set_xlabel("key index")
-    ax.set_ylabel("attention weight")
+    ax.set_xlabel(_("key index"))
+    ax.set_ylabel(_("attention weight"))
     ax.set_ylim(0, 1)
     ax.set_title(
-        f"logit scale {10**log_scale:.3g}: entropy {attention_entropy(p).item():.2f} nats "
-        f"(uniform: {math.log(n_keys):.2f})"
+        _("logit scale {scale:.3g}: entropy {entropy:.2f} nats (uniform: {uniform:.2f})").format(
+            scale=10**log_scale, entropy=attention_entropy(p).item(), uniform=math.log(n_keys)
+        )
     )
     fig.tight_layout()
     return fig
@@ -86,19 +88,29 @@ def attention_weights(base_logits, log_scale: float):
 # ----------------------------------------------------------------------------------------------------
 # section 5: softcapping
 # ----------------------------------------------------------------------------------------------------
-def softcap_curves(taus=((50.0, "attention cap"), (30.0, "final-logit cap")), limit: float = 150.0):
+_CAPS = ((50.0, N_("attention cap")), (30.0, N_("final-logit cap")))  # names translated where drawn
+
+
+def softcap_curves(taus=_CAPS, limit: float = 150.0):
     """tau * tanh(s / tau) for each (tau, name), against the raw logit s, with the identity and the lines +-tau."""
     s = torch.linspace(-limit, limit, 601)
     fig, ax = plt.subplots(figsize=(7.5, 3.9))
-    ax.plot(s, s, color="black", lw=1, ls=":", label="raw logit (no cap)")
+    ax.plot(s, s, color="black", lw=1, ls=":", label=_("raw logit (no cap)"))
     for (tau, name), color, style in zip(taus, ("#0072B2", "#D55E00"), ("-", "--")):
-        ax.plot(s, softcap(s, tau), color=color, lw=2.5, ls=style, label=f"{name}, τ = {tau:g}")
+        ax.plot(
+            s,
+            softcap(s, tau),
+            color=color,
+            lw=2.5,
+            ls=style,
+            label=_("{name}, τ = {tau:g}").format(name=_(name), tau=tau),
+        )
         for sign in (1, -1):
             ax.axhline(sign * tau, color=color, lw=0.8, alpha=0.5)
-    ax.set_xlabel("raw logit s")
-    ax.set_ylabel("capped logit τ·tanh(s/τ)")
+    ax.set_xlabel(_("raw logit s"))
+    ax.set_ylabel(_("capped logit τ·tanh(s/τ)"))
     ax.set_ylim(-limit - 10, limit + 10)
-    ax.set_title("Softcapping: nearly the identity for small logits, never beyond ±τ")
+    ax.set_title(_("Softcapping: nearly the identity for small logits, never beyond ±τ"))
     ax.legend(loc="upper left")
     ax.grid(alpha=0.3)
     fig.tight_layout()
@@ -134,14 +146,20 @@ def loss_vs_lr(result, margin: float = 0.5):
         failed = [(r.lr, y) for r, y in zip(runs, shown) if not r.survived]
         if failed:
             ax.scatter(*zip(*failed), s=170, facecolors="none", edgecolors=color, linewidths=2)
-    ax.axhline(l0, color="black", ls=":", lw=1, label="initial loss ℓ0 (untrained)")
-    ax.axhspan(best, best + margin, color="#009E73", alpha=0.12, label=f"within {margin:g} nats of the best: ok")
+    ax.axhline(l0, color="black", ls=":", lw=1, label=_("initial loss ℓ0 (untrained)"))
+    ax.axhspan(
+        best,
+        best + margin,
+        color="#009E73",
+        alpha=0.12,
+        label=_("within {margin:g} nats of the best: ok").format(margin=margin),
+    )
     ax.set_xscale("log")
     ax.set_xticks(result.lrs, [f"{lr:g}" for lr in result.lrs])
     ax.minorticks_off()
-    ax.set_xlabel("learning rate (log scale)")
-    ax.set_ylabel("final validation loss (nats)")
-    ax.set_title("Final loss vs learning rate (circled: the run failed)")
+    ax.set_xlabel(_("learning rate (log scale)"))
+    ax.set_ylabel(_("final validation loss (nats)"))
+    ax.set_title(_("Final loss vs learning rate (circled: the run failed)"))
     ax.legend(loc="upper left", ncol=2)
     ax.set_ylim(best - 0.2, l0 + 0.9)  # room for the legend above the lines
     ax.grid(alpha=0.3, which="both")
@@ -160,14 +178,14 @@ def probes(result, lr: float, d_head: int):
         b.plot(r.probe_steps[: len(r.entropy)], r.entropy, color=color, lw=2, label=variant)
         if r.qk_bound:  # the bound the logged gains allow: sqrt(d_h) * max|g_q| * max|g_k|
             a.semilogy(r.probe_steps[: len(r.qk_bound)], r.qk_bound, color=color, lw=1.5, ls="--")
-    a.axhline(qk_norm_bound(d_head), color="black", ls=":", lw=1, label="√d_h: QK-Norm's bound, unit gains")
-    a.plot([], [], color="gray", lw=1.5, ls="--", label="QK-Norm's bound with the learned gains")
-    a.set_xlabel("step")
-    a.set_ylabel("largest |attention logit| (log scale)")
-    a.set_title(f"max attention logit, lr {lr:g}")
-    b.set_xlabel("step")
-    b.set_ylabel("mean attention entropy (nats)")
-    b.set_title(f"attention entropy, lr {lr:g}")
+    a.axhline(qk_norm_bound(d_head), color="black", ls=":", lw=1, label=_("√d_h: QK-Norm's bound, unit gains"))
+    a.plot([], [], color="gray", lw=1.5, ls="--", label=_("QK-Norm's bound with the learned gains"))
+    a.set_xlabel(_("step"))
+    a.set_ylabel(_("largest |attention logit| (log scale)"))
+    a.set_title(_("max attention logit, lr {lr:g}").format(lr=lr))
+    b.set_xlabel(_("step"))
+    b.set_ylabel(_("mean attention entropy (nats)"))
+    b.set_title(_("attention entropy, lr {lr:g}").format(lr=lr))
     for ax in (a, b):
         ax.grid(alpha=0.3)
     fig.legend(*a.get_legend_handles_labels(), loc="lower center", ncol=3, frameon=False)
@@ -175,7 +193,7 @@ def probes(result, lr: float, d_head: int):
     return fig
 
 
-def sensitivity_bars(sensitivity: dict, lrs, titles=None, colors=None, ylabel="variant", figsize=(7.5, 3.4)):
+def sensitivity_bars(sensitivity: dict, lrs, titles=None, colors=None, ylabel=None, figsize=(7.5, 3.4)):
     """Horizontal bars: the LR sensitivity of each variant over the grid `lrs` (lower is more robust).
 
     titles and colors map a variant's name to its label and colour (chapter 06 passes its recipes')."""
@@ -186,9 +204,9 @@ def sensitivity_bars(sensitivity: dict, lrs, titles=None, colors=None, ylabel="v
         [titles.get(v, v) for v in names], [sensitivity[v] for v in names], color=[colors.get(v, "gray") for v in names]
     )
     ax.invert_yaxis()
-    ax.set_xlabel("LR sensitivity (nats; lower is more robust)")
-    ax.set_ylabel(ylabel)
-    ax.set_title("LR sensitivity over the grid " + ", ".join(f"{lr:g}" for lr in lrs))
+    ax.set_xlabel(_("LR sensitivity (nats; lower is more robust)"))
+    ax.set_ylabel(_("variant") if ylabel is None else ylabel)
+    ax.set_title(_("LR sensitivity over the grid {lrs}").format(lrs=", ".join(f"{lr:g}" for lr in lrs)))
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     return fig
@@ -214,9 +232,9 @@ def max_logit_curves(result, d_head: int = 16):
             label=f"{r.variant}, lr {r.lr:g}",
         )
     ax.axhline(qk_norm_bound(d_head), color="black", ls=":", lw=1, label=f"√d_h = {math.sqrt(d_head):g}")
-    ax.set_xlabel("step")
-    ax.set_ylabel("largest |attention logit| (log scale)")
-    ax.set_title("Max attention logit during training")
+    ax.set_xlabel(_("step"))
+    ax.set_ylabel(_("largest |attention logit| (log scale)"))
+    ax.set_title(_("Max attention logit during training"))
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)  # beside the curves, not over them
     ax.grid(alpha=0.3)
     fig.tight_layout()

@@ -13,6 +13,8 @@ from collections.abc import Callable
 
 import torch
 
+from .i18n import _
+
 __all__ = ["live_figure", "widget_bundle", "layer_norm_explorer", "draw_layer_norm", "alt_layer_norm"]
 
 
@@ -66,7 +68,12 @@ def live_figure(draw: Callable, controls: dict, describe: Callable | None = None
     box = w.HBox(list(controls.values()), layout=layout or w.Layout(flex_flow="row wrap"))
     names = ", ".join(controls)
     display(
-        widget_bundle(box, f"[Controls: {names}. Run this cell in JupyterLab to move them; the figure above redraws.]"),
+        widget_bundle(
+            box,
+            _("[Controls: {names}. Run this cell in JupyterLab to move them; the figure above redraws.]").format(
+                names=names
+            ),
+        ),
         raw=True,
     )
     return box
@@ -92,11 +99,11 @@ def draw_layer_norm(values, gamma=1.0, beta=0.0, eps=1e-5):
     labels = [f"x{i + 1}" for i in range(len(values))]
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
     a.bar(labels, x.tolist(), color="#0072B2", zorder=2)
-    a.axhline(mean, color="#D55E00", lw=2, zorder=3, label=f"mean μ = {mean:.3f}")
+    a.axhline(mean, color="#D55E00", lw=2, zorder=3, label=_("mean μ = {mean:.3f}").format(mean=mean))
     a.axhspan(mean - std, mean + std, color="#D55E00", alpha=0.2, zorder=1, label=f"μ ± σ (σ = {std:.3f})")
-    a.set_title("input x")
+    a.set_title(_("input x"))
     b.bar(labels, y.tolist(), color="#009E73", zorder=2)
-    b.axhline(beta, color="#D55E00", lw=2, label=f"β = {beta:.2f} (the new mean)")
+    b.axhline(beta, color="#D55E00", lw=2, label=_("β = {beta:.2f} (the new mean)").format(beta=beta))
     b.set_title(f"γ·LayerNorm(x) + β   (γ = {gamma:.2f}, ε = {eps:.0e})")
     for ax in (a, b):
         _bar_axes(ax)
@@ -106,8 +113,8 @@ def draw_layer_norm(values, gamma=1.0, beta=0.0, eps=1e-5):
 
 def _bar_axes(ax):
     """The shared look of the explorers' bar charts: labelled axes, a zero line, a legend under the bars."""
-    ax.set_xlabel("feature")
-    ax.set_ylabel("value")
+    ax.set_xlabel(_("feature"))
+    ax.set_ylabel(_("value"))
     ax.axhline(0, color="black", lw=0.6)
     ax.grid(axis="y", alpha=0.3)
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=1, frameon=False)
@@ -118,11 +125,11 @@ def alt_layer_norm(values, gamma=1.0, beta=0.0, eps=1e-5) -> str:
     x, mean, var, xhat, y = _ln_parts(values, gamma, beta, eps)
     xs = ", ".join(f"{v:g}" for v in values)
     ys = ", ".join(f"{v + 0.0:.2f}" for v in y.tolist())
-    return (
-        f"Two bar charts. Left: the input [{xs}] with its mean {mean:.2f} and a band of one standard deviation "
-        f"({math.sqrt(var):.2f}) around it. Right: LayerNorm's output with γ = {gamma:.2f}, β = {beta:.2f}, "
-        f"ε = {eps:.0e}: [{ys}], the same pattern of bars, now centred on β."
-    )
+    return _(
+        "Two bar charts. Left: the input [{xs}] with its mean {mean:.2f} and a band of one standard deviation "
+        "({std:.2f}) around it. Right: LayerNorm's output with γ = {gamma:.2f}, β = {beta:.2f}, "
+        "ε = {eps:.0e}: [{ys}], the same pattern of bars, now centred on β."
+    ).format(xs=xs, mean=mean, std=math.sqrt(var), gamma=gamma, beta=beta, eps=eps, ys=ys)
 
 
 def describe_layer_norm(values, gamma=1.0, beta=0.0, eps=1e-5) -> str:
@@ -130,11 +137,11 @@ def describe_layer_norm(values, gamma=1.0, beta=0.0, eps=1e-5) -> str:
     out_mean = y.mean().item()
     out_std = ((y - y.mean()) ** 2).mean().sqrt().item()
     xs = ", ".join(f"{v:g}" for v in values)
-    return (
-        f"x = [{xs}] → μ = {mean:.3f}, σ² = {var:.3f}; "
-        f"output = [{', '.join(f'{v:.3f}' for v in y.tolist())}], "
-        f"output mean = {out_mean + 0.0:.3f}, output std = {out_std:.3f}"
-    )
+    ys = ", ".join(f"{v:.3f}" for v in y.tolist())
+    return _(
+        "x = [{xs}] → μ = {mean:.3f}, σ² = {var:.3f}; output = [{ys}], "
+        "output mean = {out_mean:.3f}, output std = {out_std:.3f}"
+    ).format(xs=xs, mean=mean, var=var, ys=ys, out_mean=out_mean + 0.0, out_std=out_std)
 
 
 _STYLE = {"description_width": "initial"}
@@ -205,8 +212,8 @@ def draw_rms_norm(values, shift=0.0, gain=1.0, eps=1e-6):
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4.2))
     a.bar(labels, x.tolist(), color="#0072B2", zorder=2)
     a.axhline(rms, color="#E69F00", lw=2, ls="--", zorder=3, label=f"RMS = {rms:.3f}")
-    a.axhline(mean, color="#D55E00", lw=1.5, zorder=3, label=f"mean = {mean:.3f}")
-    a.set_title(f"input x + c   (c = {shift:+.1f})")
+    a.axhline(mean, color="#D55E00", lw=1.5, zorder=3, label=_("mean = {mean:.3f}").format(mean=mean))
+    a.set_title(_("input x + c   (c = {shift:+.1f})").format(shift=shift))
     width = 0.38
     b.bar([p - width / 2 for p in pos], rms_out.tolist(), width, color="#0072B2", zorder=2, label="RMSNorm: g·x / RMS")
     b.bar(
@@ -215,10 +222,10 @@ def draw_rms_norm(values, shift=0.0, gain=1.0, eps=1e-6):
         width,
         color="#D55E00",
         zorder=2,
-        label="LayerNorm: g·(x − mean) / std",
+        label=_("LayerNorm: g·(x − mean) / std"),
     )
     b.set_xticks(pos, labels)
-    b.set_title(f"outputs, gain g = {gain:.2f}, ε = {eps:.0e}")
+    b.set_title(_("outputs, gain g = {gain:.2f}, ε = {eps:.0e}").format(gain=gain, eps=eps))
     for ax in (a, b):
         _bar_axes(ax)
     fig.tight_layout()
@@ -232,11 +239,11 @@ def alt_rms_norm(values, shift=0.0, gain=1.0, eps=1e-6) -> str:
     def fmt(t):
         return "[" + ", ".join(f"{v + 0.0:.2f}" for v in t.tolist()) + "]"
 
-    return (
-        f"Two bar charts. Left: the input x + c = {fmt(x)} (c = {shift:g}) with its RMS {rms:.2f} and its mean "
-        f"{mean:.2f}. Right: RMSNorm {fmt(rms_out)} and LayerNorm {fmt(ln_out)} side by side, gain {gain:.2f}: "
+    return _(
+        "Two bar charts. Left: the input x + c = {x} (c = {shift:g}) with its RMS {rms:.2f} and its mean "
+        "{mean:.2f}. Right: RMSNorm {rms_out} and LayerNorm {ln_out} side by side, gain {gain:.2f}: "
         "LayerNorm's bars are centred on 0, RMSNorm's keep the input's signs and mean."
-    )
+    ).format(x=fmt(x), shift=shift, rms=rms, mean=mean, rms_out=fmt(rms_out), ln_out=fmt(ln_out), gain=gain)
 
 
 def describe_rms_norm(values, shift=0.0, gain=1.0, eps=1e-6) -> str:
@@ -246,7 +253,9 @@ def describe_rms_norm(values, shift=0.0, gain=1.0, eps=1e-6) -> str:
     def fmt(t):
         return "[" + ", ".join(f"{v + 0.0:.3f}" for v in t.tolist()) + "]"
 
-    return f"x + c = [{xs}] → RMS = {rms:.3f}, mean = {mean:.3f}; RMSNorm = {fmt(rms_out)}; LayerNorm = {fmt(ln_out)}"
+    return _("x + c = [{xs}] → RMS = {rms:.3f}, mean = {mean:.3f}; RMSNorm = {rms_out}; LayerNorm = {ln_out}").format(
+        xs=xs, rms=rms, mean=mean, rms_out=fmt(rms_out), ln_out=fmt(ln_out)
+    )
 
 
 def rms_norm_explorer(values=(4.0, 6.0, 2.0, 8.0), shift=0.0, gain=1.0, eps=1e-6):
@@ -258,7 +267,7 @@ def rms_norm_explorer(values=(4.0, 6.0, 2.0, 8.0), shift=0.0, gain=1.0, eps=1e-6
     import ipywidgets as w
 
     extras = {
-        "shift": w.FloatSlider(value=shift, min=-20, max=20, step=0.5, description="c (added to all)", style=_STYLE),
-        "gain": w.FloatSlider(value=gain, min=-3, max=3, step=0.1, description="g (gain)", style=_STYLE),
+        "shift": w.FloatSlider(value=shift, min=-20, max=20, step=0.5, description=_("c (added to all)"), style=_STYLE),
+        "gain": w.FloatSlider(value=gain, min=-3, max=3, step=0.1, description=_("g (gain)"), style=_STYLE),
     }
     return _vector_explorer(values, extras, eps, draw_rms_norm, describe_rms_norm, alt_rms_norm)

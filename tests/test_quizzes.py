@@ -141,9 +141,9 @@ def test_a_question_is_one_output_with_a_live_and_a_static_rendering():
     assert bundle["text/markdown"].startswith("**Question 3.**") and "<details>" in bundle["text/markdown"]
     assert bundle["text/plain"].startswith("[Answer box for question 3")
 
-    from ipywidgets import Widget
+    from ipywidgets.widgets.widget import _instances  # ipywidgets 8's registry of live widgets, by model id
 
-    box = Widget.widgets[bundle[WIDGET_VIEW]["model_id"]]
+    box = _instances[bundle[WIDGET_VIEW]["model_id"]]
     prompt, radio, (button, result) = box.children[0], box.children[1], box.children[2].children
     assert "Question 3." in prompt.value and q.explanation not in prompt.value  # the question, not the answer
     assert [value for _, value in radio.options] == list(q.choices) and result.value == ""

@@ -28,6 +28,12 @@ code (course_utils.grading).
 Nothing here raises for a learner's bug. A function that raises, returns NaN, a wrong shape, a string,
 or an object whose methods raise gets ❌ and a one-line reason; a function that still raises
 NotImplementedError gets one "not implemented yet" line.
+
+Every sentence a learner reads comes from the message catalog (course_utils.i18n, domain `checks`), in the
+language of the moment it is shown: a report, a case's note and a hint hold the English (str), and `text()`
+translates them. Text with values in it is a `Message`, English as a str, that remembers its msgid and fields
+(`shown` fills the translated msgid); text held in data (a check's hints, its mistakes, its cases' names, a
+question's options) is marked with `N_` where it is defined.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from typing import Any
 
 import torch
 
+from ..i18n import N_, _
 from . import forbidden as _forbidden
 from .forbidden import Forbidden
 
@@ -47,12 +54,78 @@ __all__ = [
     "CaseResult",
     "CheckReport",
     "FunctionCheck",
+    "Joined",
+    "Message",
     "WrongOutputStructure",
     "changed_in_place",
     "compare_tensor",
     "describe_exception",
+    "shown",
     "upper_bound",
 ]
+
+
+# ----------------------------------------------------------------------------------------------------
+# text in the learner's language
+# ----------------------------------------------------------------------------------------------------
+class Text(str):
+    """English text (the str itself, what the checks store and compare) that can also be shown translated:
+    `shown(text)`, or any f-string / format() of it, gives it in the current language (course_utils.i18n)."""
+
+    def shown(self) -> str:
+        raise NotImplementedError
+
+    def __format__(self, spec: str) -> str:
+        return format(self.shown(), spec)
+
+
+class Message(Text):
+    """A msgid filled with fields: `Message(N_("returned {type}, expected a tensor"), type="str")` is the English
+    "returned str, expected a tensor"; shown, it is the catalog's translation of the msgid, filled with the fields
+    (each str field shown too, so a case's name or a nested Message is translated as well)."""
+
+    def __new__(cls, msgid: str, **fields):
+        english = msgid.format(**{k: str(v) if isinstance(v, Text) else v for k, v in fields.items()})
+        self = super().__new__(cls, english)
+        self.msgid, self.fields = msgid, fields
+        return self
+
+    def shown(self) -> str:
+        return _(self.msgid).format(**{k: shown(v) for k, v in self.fields.items()})
+
+    def __reduce__(self):
+        return (_message, (self.msgid, self.fields))
+
+
+def _message(msgid: str, fields: dict) -> Message:
+    return Message(msgid, **fields)
+
+
+class Joined(Text):
+    """Texts joined by a separator ("; " between a case's notes), each shown in the current language."""
+
+    def __new__(cls, sep: str, parts):
+        parts = tuple(parts)
+        self = super().__new__(cls, sep.join(str(p) for p in parts))
+        self.sep, self.parts = sep, parts
+        return self
+
+    def shown(self) -> str:
+        return self.sep.join(shown(p) for p in self.parts)
+
+    def __reduce__(self):
+        return (Joined, (self.sep, self.parts))
+
+
+def shown(text):
+    """`text` in the current language: a Message filled in, a plain str looked up in the catalog (it is its own
+    translation when the catalog does not have it: a function's name, a learner's exception message); any other
+    value unchanged. Called where the text is shown, never at import."""
+    if isinstance(text, Text):
+        return text.shown()
+    if isinstance(text, str):
+        return _(text) if text else text
+    return text
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -109,50 +182,68 @@ class CheckReport:
         return sum(c.passed for c in self.cases) / len(self.cases)
 
     def text(self) -> str:
+        """The verdict in words, in the current language (the English text is the catalog's msgid)."""
+        name = shown(self.name)
         if self.forbidden:
-            return self._forbidden_text()
+            return self._forbidden_text(name)
         if self.status == "not-implemented":
-            return (
-                f"⏳ {self.name}: not implemented yet. "
+            return _(
+                "⏳ {name}: not implemented yet. "
                 "Replace `raise NotImplementedError()` with your code, then run this cell again."
-            )
+            ).format(name=name)
         if self.status == "error":
-            return f"❌ {self.name}: {self.message}\n   Hint: {self.hint}"
+            return (
+                _("❌ {name}: {message}").format(name=name, message=shown(self.message)) + "\n" + _hint_line(self.hint)
+            )
         tol = max((c.tolerance for c in self.cases), default=0.0)
         if self.status == "passed":
             if len(self.cases) == 1 and self.message:
-                return f"✅ {self.name}: {self.message}"
-            which = "the one case matches" if len(self.cases) == 1 else f"all {len(self.cases)} cases match"
-            return (
-                f"✅ {self.name}: {which} the reference "
-                f"(max abs error {upper_bound(self.max_error)}, tolerance {tol:.0e})"
-            )
+                return _("✅ {name}: {message}").format(name=name, message=shown(self.message))
+            error = shown(upper_bound(self.max_error))
+            if len(self.cases) == 1:
+                return _(
+                    "✅ {name}: the one case matches the reference (max abs error {error}, tolerance {tol:.0e})"
+                ).format(name=name, error=error, tol=tol)
+            return _(
+                "✅ {name}: all {n} cases match the reference (max abs error {error}, tolerance {tol:.0e})"
+            ).format(name=name, n=len(self.cases), error=error, tol=tol)
         failed = [c for c in self.cases if not c.passed]
-        lines = [f"❌ {self.name}: {len(failed)} of {len(self.cases)} cases differ from the reference"]
-        for c in failed:
-            lines.append(f"   ✗ {c.name}: {c.note}")
-        lines.append(f"   Hint: {self.hint}")
+        lines = [
+            _("❌ {name}: {failed} of {total} cases differ from the reference").format(
+                name=name, failed=len(failed), total=len(self.cases)
+            )
+        ]
+        lines += [_case_line(c) for c in failed]
+        lines.append(_hint_line(self.hint))
         return "\n".join(lines)
 
-    def _forbidden_text(self) -> str:
+    def _forbidden_text(self, name: str) -> str:
         """❌ naming the first forbidden call, the others, the hint, then what the outputs showed anyway."""
         first, *others = self.forbidden
-        lines = [f"❌ {self.name}: uses {first}, which this task asks you to write yourself"]
+        lines = [_("❌ {name}: uses {call}, which this task asks you to write yourself").format(name=name, call=first)]
         if others:
-            lines.append(f"   It also uses {', '.join(others)}.")
-        lines.append(f"   Hint: {self.forbidden_hint}")
+            lines.append("   " + _("It also uses {calls}.").format(calls=", ".join(others)))
+        lines.append(_hint_line(self.forbidden_hint))
         failed = [c for c in self.cases if not c.passed]
         if self.message:
-            said = f"it {self.message}" if self.message.startswith("raised ") else self.message
-            lines.append(f"   Apart from that, {said}.")
+            message = shown(self.message)
+            said = _("it {message}").format(message=message) if self.message.startswith("raised ") else message
+            lines.append("   " + _("Apart from that, {said}.").format(said=said))
         elif self.cases and not failed:
-            which = "the one case matches" if len(self.cases) == 1 else f"all {len(self.cases)} cases match"
-            lines.append(f"   Apart from that, {which} the reference.")
+            if len(self.cases) == 1:
+                lines.append("   " + _("Apart from that, the one case matches the reference."))
+            else:
+                lines.append("   " + _("Apart from that, all {n} cases match the reference.").format(n=len(self.cases)))
         elif failed:
-            lines.append(f"   Apart from that, {len(failed)} of {len(self.cases)} cases differ from the reference:")
-            lines += [f"   ✗ {c.name}: {c.note}" for c in failed]
+            lines.append(
+                "   "
+                + _("Apart from that, {failed} of {total} cases differ from the reference:").format(
+                    failed=len(failed), total=len(self.cases)
+                )
+            )
+            lines += [_case_line(c) for c in failed]
             if self.hint and self.hint != self.forbidden_hint:
-                lines.append(f"   Hint: {self.hint}")
+                lines.append(_hint_line(self.hint))
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -165,11 +256,20 @@ class CheckReport:
         """The check already printed this report; showing it again as the cell's value would repeat it."""
 
 
+def _hint_line(hint) -> str:
+    return "   " + _("Hint: {hint}").format(hint=shown(hint))
+
+
+def _case_line(case: CaseResult) -> str:
+    return "   " + _("✗ {case}: {note}").format(case=shown(case.name), note=shown(case.note))
+
+
 def upper_bound(v: float) -> str:
-    """A float32 rounding error varies in its last digits between CPUs; its order of magnitude does not."""
+    """A float32 rounding error varies in its last digits between CPUs; its order of magnitude does not.
+    (A Message: "below 1e-06" in English, translated where it is shown or formatted.)"""
     if v == 0:
         return "0"
-    return f"below 1e{math.ceil(math.log10(v)):+03d}"
+    return Message(N_("below 1e{exponent:+03d}"), exponent=math.ceil(math.log10(v)))
 
 
 def _fmt(v: float) -> str:
@@ -181,8 +281,8 @@ def describe_exception(exc: BaseException) -> str:
     try:
         message = str(exc)
     except Exception:
-        message = "(its message could not be read)"
-    return f"{type(exc).__name__}: {message}"
+        message = N_("(its message could not be read)")
+    return Joined(": ", (type(exc).__name__, message))
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -202,18 +302,22 @@ def compare_tensor(got, expected: torch.Tensor, tolerance: float) -> tuple[float
     """(max abs error, problem in words or '') of an output against the float64 expected tensor."""
     t = _as_tensor(got)
     if t is None:
-        return math.inf, f"returned {type(got).__name__}, expected a tensor"
+        return math.inf, Message(N_("returned {type}, expected a tensor"), type=type(got).__name__)
     if tuple(t.shape) != tuple(expected.shape):
-        return math.inf, f"returned shape {tuple(t.shape)}, expected {tuple(expected.shape)}"
+        return math.inf, Message(
+            N_("returned shape {shape}, expected {expected}"), shape=tuple(t.shape), expected=tuple(expected.shape)
+        )
     t = t.to(torch.float64)
     if not torch.isfinite(expected).all():
         raise ValueError("compare_tensor: the expected tensor must be finite")
     if not torch.isfinite(t).all():
         bad = "NaN" if torch.isnan(t).any() else "inf"
-        return math.inf, f"output contains {bad}"
+        return math.inf, Message(N_("output contains {bad}"), bad=bad)
     err = float((t - expected.to(torch.float64)).abs().max()) if t.numel() else 0.0
     if err > tolerance:
-        return err, f"max abs error {_fmt(err)} > tolerance {_fmt(tolerance)}"
+        return err, Message(
+            N_("max abs error {error} > tolerance {tolerance}"), error=_fmt(err), tolerance=_fmt(tolerance)
+        )
     return err, ""
 
 
@@ -248,7 +352,12 @@ def _copies(args: tuple) -> tuple:
 
 class WrongOutputStructure(Exception):
     """An output that is not what the function must return (a tensor where a tuple was due, ...);
-    its message says so in words."""
+    its message says so in words (a Message: `problem_text(exc)` keeps it translatable)."""
+
+
+def problem_text(exc: BaseException):
+    """The message of a WrongOutputStructure as it was raised (a Message stays one)."""
+    return exc.args[0] if len(exc.args) == 1 and isinstance(exc.args[0], str) else str(exc)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -279,11 +388,11 @@ class FunctionCheck:
     mistakes: dict = field(default_factory=dict)
     reference: Callable | None = None
     parts: tuple = ()
-    nan_hint: str = (
+    nan_hint: str = N_(
         "your output contains NaN or inf: look for a division by zero (a statistic of 0 on a constant "
         "input); eps inside the square root keeps the denominator positive."
     )
-    in_place_hint: str = (
+    in_place_hint: str = N_(
         "work on a copy (x - mean creates a new tensor); do not use in-place ops like x.sub_() on the input."
     )
     forbidden: Forbidden | None = None
@@ -308,8 +417,14 @@ class FunctionCheck:
         if not self.parts:
             return [output]
         if not isinstance(output, (tuple, list)) or len(output) != len(self.parts):
-            what = type(output).__name__ if not isinstance(output, (tuple, list)) else f"{len(output)} values"
-            raise WrongOutputStructure(f"returned {what}; expected a tuple ({', '.join(self.parts)})")
+            what = (
+                type(output).__name__
+                if not isinstance(output, (tuple, list))
+                else Message(N_("{n} values"), n=len(output))
+            )
+            raise WrongOutputStructure(
+                Message(N_("returned {what}; expected a tuple ({parts})"), what=what, parts=", ".join(self.parts))
+            )
         return list(output)
 
     def expected_parts(self, case: Case) -> list:
@@ -322,19 +437,21 @@ class FunctionCheck:
         try:
             got = self.split_output(output)
         except WrongOutputStructure as problem:
-            return CaseResult(case.name, False, math.inf, tolerance, str(problem))
+            return CaseResult(case.name, False, math.inf, tolerance, problem_text(problem))
         errors, notes, failed = [], [], []
         for i, (got_part, expected_part) in enumerate(zip(got, self.expected_parts(case))):
             err, note = compare_tensor(got_part, expected_part, tolerance)
             errors.append(err)
             if note:
                 failed.append(i)
-                notes.append(f"{self.parts[i]}: {note}" if self.parts else note)
+                notes.append(Joined(": ", (self.parts[i], note)) if self.parts else note)
         worst = max(errors)
         if not failed:
             return CaseResult(case.name, True, worst, tolerance)
         mistake = self.diagnose(case, got, failed, tolerance)
-        return CaseResult(case.name, False, worst, tolerance, "; ".join(notes), mistake=mistake)
+        return CaseResult(
+            case.name, False, worst, tolerance, notes[0] if len(notes) == 1 else Joined("; ", notes), mistake=mistake
+        )
 
     def diagnose(self, case: Case, got: list, failed: list, tolerance: float) -> str | None:
         """The hint of the first named mistake that explains this output, or None.
@@ -379,7 +496,11 @@ class FunctionCheck:
             result = self.compare(case, output)
             if result.passed and changed_in_place(case.args, args_after):
                 return CaseResult(
-                    case.name, False, result.error, result.tolerance, "your function changed its input tensor in place"
+                    case.name,
+                    False,
+                    result.error,
+                    result.tolerance,
+                    N_("your function changed its input tensor in place"),
                 )
             return result
         except Exception as exc:  # an output so odd that comparing it fails (a tensor subclass that raises, ...)
@@ -388,7 +509,7 @@ class FunctionCheck:
                 False,
                 math.inf,
                 self.tolerance_for(case),
-                f"the output could not be compared ({type(exc).__name__})",
+                Message(N_("the output could not be compared ({type})"), type=type(exc).__name__),
             )
 
     # ------------------------------------------------------------------------------------------------
@@ -404,7 +525,10 @@ class FunctionCheck:
         """Call fn on every case (in this process) and judge each output; never raises for the learner's bugs."""
         if not callable(fn):
             return CheckReport(
-                self.name, "error", message=f"expected a function, got {type(fn).__name__}", hint=self.hint
+                self.name,
+                "error",
+                message=Message(N_("expected a function, got {type}"), type=type(fn).__name__),
+                hint=self.hint,
             )
         results = []
         static, trace = _forbidden.static_hits(self, fn), _forbidden.trace_for(self)
@@ -419,7 +543,9 @@ class FunctionCheck:
                 report = CheckReport(
                     self.name,
                     "error",
-                    message=f"raised {describe_exception(exc)} (on case: {case.name})",
+                    message=Message(
+                        N_("raised {exception} (on case: {case})"), exception=describe_exception(exc), case=case.name
+                    ),
                     hint=self.hint,
                 )
                 return self.with_forbidden(report, _forbidden.found(self, static, trace))

@@ -17,7 +17,8 @@ from __future__ import annotations
 import torch
 
 from .. import norms
-from .core import Case, CheckReport, FunctionCheck, WrongOutputStructure
+from ..i18n import N_
+from .core import Case, CheckReport, FunctionCheck, Message, WrongOutputStructure
 from .forbidden import COURSE_NORMS, TORCH_NORMS, VARIANCE, Forbidden
 from .questions import MultipleChoice
 from .registry import Exercise, Graded
@@ -38,8 +39,10 @@ __all__ = [
 # ----------------------------------------------------------------------------------------------------
 FORBIDDEN = Forbidden(
     calls=VARIANCE + TORCH_NORMS + COURSE_NORMS,
-    hint="use basic tensor operations, as the exercise asks (mean, sum, sqrt, arithmetic): the variance is the "
-    "mean of the squared deviations from the mean, ((x - mean) ** 2).mean(...).",
+    hint=N_(
+        "use basic tensor operations, as the exercise asks (mean, sum, sqrt, arithmetic): the variance is the "
+        "mean of the squared deviations from the mean, ((x - mean) ** 2).mean(...)."
+    ),
     why="the notebook: 'Use only basic tensor operations (mean, sum, sqrt, arithmetic): not "
     "torch.nn.functional.layer_norm, torch.var or torch.std'. numpy's and statistics' variances are torch.var "
     "by another name; torch's other norms (RMSNorm of a centred row, BatchNorm or InstanceNorm of a transpose) "
@@ -62,15 +65,15 @@ def _layer_norm_cases(g: torch.Generator) -> list:
 
     d = 6
     specs = [
-        ("the seed's vector [4, 6, 2, 8]", (torch.tensor([4.0, 6.0, 2.0, 8.0]), None, None, 1e-5)),
-        ("a batch of rows (3×5)", (randn(3, 5) * 3 + 1, None, None, 1e-5)),
-        ("a constant row [7, 7, 7, 7] (variance 0)", (torch.full((2, 4), 7.0), None, None, 1e-5)),
-        ("large values (scale 1000, offset 500)", (randn(4, 16) * 1000 + 500, None, None, 1e-5)),
-        ("a nearly constant row with eps = 1e-3", (1.0 + 1e-3 * randn(2, 8), None, None, 1e-3)),
-        ("a random 3-d tensor (2×3×6) with gamma and beta", (randn(2, 3, d), randn(d), randn(d), 1e-5)),
-        ("gamma without beta (beta=None)", (randn(3, d) * 2 - 1, randn(d) + 2, None, 1e-5)),
-        ("beta without gamma (gamma=None)", (randn(3, d) * 2 - 1, None, randn(d), 1e-5)),
-        ("gamma = this row's std, beta = its mean: recovers this one row", _undo_case(randn(d) * 2 + 3)),
+        (N_("the seed's vector [4, 6, 2, 8]"), (torch.tensor([4.0, 6.0, 2.0, 8.0]), None, None, 1e-5)),
+        (N_("a batch of rows (3×5)"), (randn(3, 5) * 3 + 1, None, None, 1e-5)),
+        (N_("a constant row [7, 7, 7, 7] (variance 0)"), (torch.full((2, 4), 7.0), None, None, 1e-5)),
+        (N_("large values (scale 1000, offset 500)"), (randn(4, 16) * 1000 + 500, None, None, 1e-5)),
+        (N_("a nearly constant row with eps = 1e-3"), (1.0 + 1e-3 * randn(2, 8), None, None, 1e-3)),
+        (N_("a random 3-d tensor (2×3×6) with gamma and beta"), (randn(2, 3, d), randn(d), randn(d), 1e-5)),
+        (N_("gamma without beta (beta=None)"), (randn(3, d) * 2 - 1, randn(d) + 2, None, 1e-5)),
+        (N_("beta without gamma (gamma=None)"), (randn(3, d) * 2 - 1, None, randn(d), 1e-5)),
+        (N_("gamma = this row's std, beta = its mean: recovers this one row"), _undo_case(randn(d) * 2 + 3)),
     ]
     return [Case(name, args, _ln_ref(*args)) for name, args in specs]
 
@@ -122,21 +125,35 @@ LAYER_NORM_CHECK = FunctionCheck(
     name="layer_norm",
     make_cases=_layer_norm_cases,
     tolerance=1e-4,
-    hint="compute mean and variance over the last dim (dim=-1, keepdim=True), divide by n (unbiased=False), "
-    "put eps inside the square root, then multiply by gamma and add beta, each when it is given (either may be "
-    "None without the other).",
-    nan_hint="NaN appears where the variance is 0 (a constant row): 0 / sqrt(0) is undefined. Add eps to the "
-    "variance inside the square root: sqrt(var + eps).",
+    hint=N_(
+        "compute mean and variance over the last dim (dim=-1, keepdim=True), divide by n (unbiased=False), "
+        "put eps inside the square root, then multiply by gamma and add beta, each when it is given (either may be "
+        "None without the other)."
+    ),
+    nan_hint=N_(
+        "NaN appears where the variance is 0 (a constant row): 0 / sqrt(0) is undefined. Add eps to the "
+        "variance inside the square root: sqrt(var + eps)."
+    ),
     mistakes={
-        "your output matches LayerNorm with the *unbiased* variance (dividing by n - 1). "
-        "LayerNorm uses the biased variance: ((x - mean) ** 2).mean(dim=-1, keepdim=True).": _ln_unbiased,
-        "your output matches normalizing over the wrong axis (dim 0, across rows). LayerNorm normalizes each "
-        "row on its own: reduce over the last dim (dim=-1).": _ln_wrong_axis,
-        "your output matches adding eps *outside* the square root, std + eps. LayerNorm divides by "
-        "sqrt(var + eps); the difference shows when the variance is close to eps.": _ln_eps_outside,
-        "your output matches LayerNorm without gamma and beta. After normalizing, multiply by gamma "
-        "(weight) and add beta (bias) when they are given.": _ln_no_affine,
-        "your output matches eps = 1e-5 whatever eps is given: use the eps argument, sqrt(var + eps).": _ln_fixed_eps,
+        N_(
+            "your output matches LayerNorm with the *unbiased* variance (dividing by n - 1). "
+            "LayerNorm uses the biased variance: ((x - mean) ** 2).mean(dim=-1, keepdim=True)."
+        ): _ln_unbiased,
+        N_(
+            "your output matches normalizing over the wrong axis (dim 0, across rows). LayerNorm normalizes each "
+            "row on its own: reduce over the last dim (dim=-1)."
+        ): _ln_wrong_axis,
+        N_(
+            "your output matches adding eps *outside* the square root, std + eps. LayerNorm divides by "
+            "sqrt(var + eps); the difference shows when the variance is close to eps."
+        ): _ln_eps_outside,
+        N_(
+            "your output matches LayerNorm without gamma and beta. After normalizing, multiply by gamma "
+            "(weight) and add beta (bias) when they are given."
+        ): _ln_no_affine,
+        N_(
+            "your output matches eps = 1e-5 whatever eps is given: use the eps argument, sqrt(var + eps)."
+        ): _ln_fixed_eps,
     },
     reference=_ln_ref,
     forbidden=FORBIDDEN,
@@ -160,10 +177,10 @@ def _statistics_ref(x):
 
 def _statistics_cases(g: torch.Generator) -> list:
     vectors = [
-        ("mean, variance and std of [4, 6, 2, 8]", torch.tensor([4.0, 6.0, 2.0, 8.0])),
-        ("a random vector of 7 values", torch.randn(7, generator=g) * 3 + 1),
-        ("a constant vector [7, 7, 7]", torch.full((3,), 7.0)),
-        ("a random vector of 50 values", torch.randn(50, generator=g) * 10 - 4),
+        (N_("mean, variance and std of [4, 6, 2, 8]"), torch.tensor([4.0, 6.0, 2.0, 8.0])),
+        (N_("a random vector of 7 values"), torch.randn(7, generator=g) * 3 + 1),
+        (N_("a constant vector [7, 7, 7]"), torch.full((3,), 7.0)),
+        (N_("a random vector of 50 values"), torch.randn(50, generator=g) * 10 - 4),
     ]
     return [Case(name, (v,), _statistics_ref(v)) for name, v in vectors]
 
@@ -185,7 +202,9 @@ class _NumbersCheck(FunctionCheck):
         except Exception:
             values = None
         if values is None or len(values) != len(self.parts):
-            raise WrongOutputStructure(f"return a tuple of three numbers: ({', '.join(self.parts)})")
+            raise WrongOutputStructure(
+                Message(N_("return a tuple of three numbers: ({parts})"), parts=", ".join(self.parts))
+            )
         return values
 
 
@@ -193,10 +212,12 @@ STATISTICS_CHECK = _NumbersCheck(
     name="statistics",
     make_cases=_statistics_cases,
     tolerance=1e-4,
-    hint="mean = sum / n; variance = mean of the squared deviations (divide by n); std = sqrt(variance).",
+    hint=N_("mean = sum / n; variance = mean of the squared deviations (divide by n); std = sqrt(variance)."),
     mistakes={
-        "your variance divides by n - 1 (for [4, 6, 2, 8]: 20/3 ≈ 6.667). LayerNorm divides the sum of "
-        "squared deviations by n (20 / 4 = 5).": _statistics_unbiased
+        N_(
+            "your variance divides by n - 1 (for [4, 6, 2, 8]: 20/3 ≈ 6.667). LayerNorm divides the sum of "
+            "squared deviations by n (20 / 4 = 5)."
+        ): _statistics_unbiased
     },
     reference=_statistics_ref,
     parts=("mean", "variance", "std"),
@@ -214,26 +235,36 @@ def check_statistics(fn) -> CheckReport:
 # ----------------------------------------------------------------------------------------------------
 VARIANCE_QUESTION = MultipleChoice(
     id="ex01.variance",
-    prompt="A colleague's LayerNorm computes the variance with torch.var(x, dim=-1), which divides by n - 1. "
-    "For x = [4, 6, 2, 8] (ε ignored) the right output is [-0.447, 0.447, -1.342, 1.342]. What does the "
-    "colleague's version return?",
+    prompt=N_(
+        "A colleague's LayerNorm computes the variance with torch.var(x, dim=-1), which divides by n - 1. "
+        "For x = [4, 6, 2, 8] (ε ignored) the right output is [-0.447, 0.447, -1.342, 1.342]. What does the "
+        "colleague's version return?"
+    ),
     choices={
-        "a": "[-0.516, 0.516, -1.549, 1.549]: scaled up by sqrt(4/3)",
-        "b": "[-0.387, 0.387, -1.162, 1.162]: smaller by sqrt(3/4)",
-        "c": "[-0.335, 0.335, -1.006, 1.006]: smaller by 3/4",
-        "d": "the same four numbers: dividing by n - 1 matters only for long vectors",
+        "a": N_("[-0.516, 0.516, -1.549, 1.549]: scaled up by sqrt(4/3)"),
+        "b": N_("[-0.387, 0.387, -1.162, 1.162]: smaller by sqrt(3/4)"),
+        "c": N_("[-0.335, 0.335, -1.006, 1.006]: smaller by 3/4"),
+        "d": N_("the same four numbers: dividing by n - 1 matters only for long vectors"),
     },
     answer="b",
-    explanation="the unbiased variance is n/(n-1) = 4/3 times the biased one (20/3 instead of 5), so dividing by "
-    "its square root shrinks every output by sqrt(3/4) ≈ 0.866. The mean is still subtracted, so the output stays "
-    "centred. For n = 768 the factor is 0.99935, which is why the mistake hides in a real model.",
+    explanation=N_(
+        "the unbiased variance is n/(n-1) = 4/3 times the biased one (20/3 instead of 5), so dividing by "
+        "its square root shrinks every output by sqrt(3/4) ≈ 0.866. The mean is still subtracted, so the output stays "
+        "centred. For n = 768 the factor is 0.99935, which is why the mistake hides in a real model."
+    ),
     wrong_hints={
-        "a": "dividing by n - 1 makes the variance larger (20/3 ≈ 6.667 instead of 5), and a larger divisor makes "
-        "the outputs smaller, not larger.",
-        "c": "3/4 is the ratio of the two variances, but LayerNorm divides by the square root of the variance: the "
-        "outputs shrink by sqrt(3/4) ≈ 0.866.",
-        "d": "it is the other way round: the factor sqrt((n-1)/n) is 0.866 for n = 4 and close to 1 (0.99935) only "
-        "for long vectors such as n = 768.",
+        "a": N_(
+            "dividing by n - 1 makes the variance larger (20/3 ≈ 6.667 instead of 5), and a larger divisor makes "
+            "the outputs smaller, not larger."
+        ),
+        "c": N_(
+            "3/4 is the ratio of the two variances, but LayerNorm divides by the square root of the variance: the "
+            "outputs shrink by sqrt(3/4) ≈ 0.866."
+        ),
+        "d": N_(
+            "it is the other way round: the factor sqrt((n-1)/n) is 0.866 for n = 4 and close to 1 (0.99935) only "
+            "for long vectors such as n = 768."
+        ),
     },
 )
 

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 import torch
 
 from .. import norms
-from .core import Case, CaseResult, CheckReport, FunctionCheck, compare_tensor
+from ..i18n import N_
+from .core import Case, CaseResult, CheckReport, FunctionCheck, Message, compare_tensor
 from .forbidden import COURSE_NORMS, TORCH_NORMS, Forbidden
 from .questions import MultipleChoice
 from .registry import Exercise, Graded
@@ -65,24 +66,26 @@ class _NormCheck(FunctionCheck):
                 False,
                 err,
                 tolerance,
-                f"returned {_name(output.dtype)} for a {_name(want)} input",
+                Message(
+                    N_("returned {dtype} for a {input_dtype} input"), dtype=_name(output.dtype), input_dtype=_name(want)
+                ),
                 mistake=_CAST_BACK,
             )
         return super().compare(case, output)
 
 
-_NAN_HINT = (
+_NAN_HINT = N_(
     "NaN means a square root of a negative number or 0 / 0. Take the mean of the *squares* "
     "(never negative) and add eps inside the root: x / sqrt(mean(x**2) + eps), so a row of zeros gives 0."
 )
-_IN_PLACE_HINT = "work on a copy; do not use in-place ops like x.mul_() on the input."
+_IN_PLACE_HINT = N_("work on a copy; do not use in-place ops like x.mul_() on the input.")
 
 
 def _name(dtype: torch.dtype) -> str:
     return str(dtype).replace("torch.", "")
 
 
-_CAST_BACK = (
+_CAST_BACK = N_(
     "compute in float32 (good), then cast the result back to the input's own dtype with .to(x.dtype) (not .half(): "
     "a bfloat16 input comes back as bfloat16), as torch's norms do, so the next layer gets the dtype it expects."
 )
@@ -93,8 +96,10 @@ _CAST_BACK = (
 # ----------------------------------------------------------------------------------------------------
 FORBIDDEN = Forbidden(
     calls=TORCH_NORMS + COURSE_NORMS,
-    hint="use basic tensor operations, as the exercise asks (mean, sqrt, rsqrt, arithmetic, .float(), .to(...)): "
-    "divide by the square root of the mean of the squares.",
+    hint=N_(
+        "use basic tensor operations, as the exercise asks (mean, sqrt, rsqrt, arithmetic, .float(), .to(...)): "
+        "divide by the square root of the mean of the squares."
+    ),
     why="the notebook: 'not torch.nn.functional.rms_norm or layer_norm'; torch's other norms and the course's own "
     "norms compute RMSNorm or LayerNorm too (LayerNorm of the row [x, -x] is RMSNorm of x).",
 )
@@ -113,23 +118,23 @@ def _rms_norm_cases(g: torch.Generator) -> list:
         return torch.randn(*shape, generator=g)
 
     specs = [
-        ("the seed's vector [4, 6, 2, 8]", (torch.tensor([4.0, 6.0, 2.0, 8.0]), None, 1e-6), torch.float32),
-        ("a batch of rows (3×5) with a positive offset", (randn(3, 5) * 2 + 3, None, 1e-6), torch.float32),
-        ("a random 3-d tensor (2×3×8) with a weight", (randn(2, 3, 8), randn(8), 1e-6), torch.float32),
+        (N_("the seed's vector [4, 6, 2, 8]"), (torch.tensor([4.0, 6.0, 2.0, 8.0]), None, 1e-6), torch.float32),
+        (N_("a batch of rows (3×5) with a positive offset"), (randn(3, 5) * 2 + 3, None, 1e-6), torch.float32),
+        (N_("a random 3-d tensor (2×3×8) with a weight"), (randn(2, 3, 8), randn(8), 1e-6), torch.float32),
         (
-            "a row of zeros next to a row of ones",
+            N_("a row of zeros next to a row of ones"),
             (torch.stack([torch.zeros(4), torch.ones(4)]), None, 1e-6),
             torch.float32,
         ),
-        ("tiny values (scale 1e-3), where eps = 1e-6 matters", (randn(2, 8) * 1e-3, None, 1e-6), torch.float32),
-        ("small values (scale 3e-3) with eps = 1e-5", (randn(2, 8) * 3e-3, None, 1e-5), torch.float32),
-        ("values of scale 0.03 with eps = 0.01 (eps dominates)", (randn(2, 8) * 0.03, None, 1e-2), torch.float32),
+        (N_("tiny values (scale 1e-3), where eps = 1e-6 matters"), (randn(2, 8) * 1e-3, None, 1e-6), torch.float32),
+        (N_("small values (scale 3e-3) with eps = 1e-5"), (randn(2, 8) * 3e-3, None, 1e-5), torch.float32),
+        (N_("values of scale 0.03 with eps = 0.01 (eps dominates)"), (randn(2, 8) * 0.03, None, 1e-2), torch.float32),
         (
-            "float16 activations of size ~1000 (their squares overflow float16)",
+            N_("float16 activations of size ~1000 (their squares overflow float16)"),
             ((randn(2, 16) * 1000).half(), None, 1e-6),
             torch.float16,
         ),
-        ("bfloat16 activations (2×16)", ((randn(2, 16) * 3).bfloat16(), None, 1e-6), torch.bfloat16),
+        (N_("bfloat16 activations (2×16)"), ((randn(2, 16) * 3).bfloat16(), None, 1e-6), torch.bfloat16),
     ]
     cases = []
     for name, args, dtype in specs:
@@ -186,25 +191,40 @@ RMS_NORM_CHECK = _NormCheck(
     name="rms_norm",
     make_cases=_rms_norm_cases,
     tolerance=1e-4,
-    hint="over the last dim (dim=-1, keepdim=True): mean of the squares, eps inside the square root, divide, "
-    "multiply by weight if given; for float16/bfloat16 input compute in float32 and cast back.",
+    hint=N_(
+        "over the last dim (dim=-1, keepdim=True): mean of the squares, eps inside the square root, divide, "
+        "multiply by weight if given; for float16/bfloat16 input compute in float32 and cast back."
+    ),
     mistakes={
-        "your output matches dividing by sqrt(mean(x)), the mean of x itself. RMSNorm uses the mean of the "
-        "*squares*: (x * x).mean(dim=-1, keepdim=True).": _rms_mean_not_square,
-        "your output matches dividing by the *mean* of x, squared (mean(x)**2). RMSNorm squares first and "
-        "then averages: (x * x).mean(dim=-1, keepdim=True), the mean of the squares.": _rms_square_of_mean,
-        "your output matches LayerNorm (you subtracted the mean). RMSNorm does not centre: divide x itself by "
-        "sqrt(mean(x**2) + eps).": _rms_centred,
-        "your output matches adding eps *outside* the square root, sqrt(mean(x**2)) + eps. RMSNorm divides by "
-        "sqrt(mean(x**2) + eps); the two differ when the mean square is close to eps (tiny values).": _rms_eps_outside,
-        "your output matches reducing over the wrong axis (dim 0, across rows). Each row (token) is normalized "
-        "on its own: reduce over the last dim, dim=-1, with keepdim=True.": _rms_wrong_axis,
-        "your output matches RMSNorm without the weight. Multiply by weight when it is given.": _rms_no_weight,
-        "your output matches computing in float16 itself: x * x overflows float16 (max 65504) for |x| > 256, "
-        "the mean square becomes inf and every output 0. Compute in float32, h = x.float(), and return "
-        "the result .to(x.dtype).": _rms_no_upcast,
-        "your output matches eps = 1e-6 whatever eps is given: use the eps argument, "
-        "sqrt(mean(x**2) + eps).": _rms_fixed_eps,
+        N_(
+            "your output matches dividing by sqrt(mean(x)), the mean of x itself. RMSNorm uses the mean of the "
+            "*squares*: (x * x).mean(dim=-1, keepdim=True)."
+        ): _rms_mean_not_square,
+        N_(
+            "your output matches dividing by the *mean* of x, squared (mean(x)**2). RMSNorm squares first and "
+            "then averages: (x * x).mean(dim=-1, keepdim=True), the mean of the squares."
+        ): _rms_square_of_mean,
+        N_(
+            "your output matches LayerNorm (you subtracted the mean). RMSNorm does not centre: divide x itself by "
+            "sqrt(mean(x**2) + eps)."
+        ): _rms_centred,
+        N_(
+            "your output matches adding eps *outside* the square root, sqrt(mean(x**2)) + eps. RMSNorm divides by "
+            "sqrt(mean(x**2) + eps); the two differ when the mean square is close to eps (tiny values)."
+        ): _rms_eps_outside,
+        N_(
+            "your output matches reducing over the wrong axis (dim 0, across rows). Each row (token) is normalized "
+            "on its own: reduce over the last dim, dim=-1, with keepdim=True."
+        ): _rms_wrong_axis,
+        N_("your output matches RMSNorm without the weight. Multiply by weight when it is given."): _rms_no_weight,
+        N_(
+            "your output matches computing in float16 itself: x * x overflows float16 (max 65504) for |x| > 256, "
+            "the mean square becomes inf and every output 0. Compute in float32, h = x.float(), and return "
+            "the result .to(x.dtype)."
+        ): _rms_no_upcast,
+        N_(
+            "your output matches eps = 1e-6 whatever eps is given: use the eps argument, sqrt(mean(x**2) + eps)."
+        ): _rms_fixed_eps,
     },
     reference=_rms_ref,
     nan_hint=_NAN_HINT,
@@ -230,11 +250,11 @@ def _ln_via_rms_cases(g: torch.Generator) -> list:
         return torch.randn(*shape, generator=g)
 
     specs = [
-        ("the seed's vector [4, 6, 2, 8]", (torch.tensor([4.0, 6.0, 2.0, 8.0]), None, 1e-5)),
-        ("a batch of rows (4×6) with an offset of 100", (randn(4, 6) * 10 + 100, None, 1e-5)),
-        ("a random 3-d tensor (2×3×8) with a weight", (randn(2, 3, 8) * 3 - 2, randn(8), 1e-5)),
-        ("a constant row [7, 7, 7, 7] (variance 0)", (torch.full((2, 4), 7.0), None, 1e-5)),
-        ("a nearly constant row with eps = 1e-3", (1.0 + 1e-2 * randn(2, 8), None, 1e-3)),
+        (N_("the seed's vector [4, 6, 2, 8]"), (torch.tensor([4.0, 6.0, 2.0, 8.0]), None, 1e-5)),
+        (N_("a batch of rows (4×6) with an offset of 100"), (randn(4, 6) * 10 + 100, None, 1e-5)),
+        (N_("a random 3-d tensor (2×3×8) with a weight"), (randn(2, 3, 8) * 3 - 2, randn(8), 1e-5)),
+        (N_("a constant row [7, 7, 7, 7] (variance 0)"), (torch.full((2, 4), 7.0), None, 1e-5)),
+        (N_("a nearly constant row with eps = 1e-3"), (1.0 + 1e-2 * randn(2, 8), None, 1e-3)),
     ]
     return [DtypeCase(name, args, _ln_ref(*args), dtype=torch.float32) for name, args in specs]
 
@@ -255,15 +275,23 @@ LN_VIA_RMS_CHECK = _NormCheck(
     name="layer_norm_via_rms_norm",
     make_cases=_ln_via_rms_cases,
     tolerance=1e-4,
-    hint="subtract each row's mean, x - x.mean(dim=-1, keepdim=True), then call your rms_norm on that with the "
-    "same weight and eps: the mean square of centred values is exactly the variance.",
+    hint=N_(
+        "subtract each row's mean, x - x.mean(dim=-1, keepdim=True), then call your rms_norm on that with the "
+        "same weight and eps: the mean square of centred values is exactly the variance."
+    ),
     mistakes={
-        "your output matches RMSNorm of x itself: subtract each row's mean first, "
-        "x - x.mean(dim=-1, keepdim=True), then apply rms_norm.": _ln_not_centred,
-        "your output matches centring over the wrong axis (dim 0, the mean of each column). LayerNorm "
-        "subtracts each row's own mean: x.mean(dim=-1, keepdim=True).": _ln_centred_wrong_axis,
-        "your output matches eps = 1e-6, rms_norm's default, instead of the eps given: pass it on, "
-        "rms_norm(centred, weight, eps).": _ln_default_eps,
+        N_(
+            "your output matches RMSNorm of x itself: subtract each row's mean first, "
+            "x - x.mean(dim=-1, keepdim=True), then apply rms_norm."
+        ): _ln_not_centred,
+        N_(
+            "your output matches centring over the wrong axis (dim 0, the mean of each column). LayerNorm "
+            "subtracts each row's own mean: x.mean(dim=-1, keepdim=True)."
+        ): _ln_centred_wrong_axis,
+        N_(
+            "your output matches eps = 1e-6, rms_norm's default, instead of the eps given: pass it on, "
+            "rms_norm(centred, weight, eps)."
+        ): _ln_default_eps,
     },
     reference=_ln_ref,
     nan_hint=_NAN_HINT,
@@ -282,27 +310,37 @@ def check_layer_norm_via_rms_norm(fn, seed: int = 0) -> CheckReport:
 # ----------------------------------------------------------------------------------------------------
 SHIFT_QUESTION = MultipleChoice(
     id="ex02.shift",
-    prompt="The same constant c is added to every feature of a token, x -> x + c, and c grows very large "
-    "(think c = 1000 for x = [4, 6, 2, 8]). What do LayerNorm's and RMSNorm's outputs (no gain, ε ignored) "
-    "approach?",
+    prompt=N_(
+        "The same constant c is added to every feature of a token, x -> x + c, and c grows very large "
+        "(think c = 1000 for x = [4, 6, 2, 8]). What do LayerNorm's and RMSNorm's outputs (no gain, ε ignored) "
+        "approach?"
+    ),
     choices={
-        "a": "LayerNorm: LN(x), unchanged; RMSNorm: all zeros",
-        "b": "LayerNorm: all ones; RMSNorm: RMSNorm(x), unchanged",
-        "c": "LayerNorm: LN(x), unchanged; RMSNorm: all ones",
-        "d": "both approach all ones: the shift swamps the token's own values",
+        "a": N_("LayerNorm: LN(x), unchanged; RMSNorm: all zeros"),
+        "b": N_("LayerNorm: all ones; RMSNorm: RMSNorm(x), unchanged"),
+        "c": N_("LayerNorm: LN(x), unchanged; RMSNorm: all ones"),
+        "d": N_("both approach all ones: the shift swamps the token's own values"),
     },
     answer="c",
-    explanation="LayerNorm subtracts the mean, so a shift of any size cancels: LN(x + c) = LN(x). RMSNorm does "
-    "not centre: for a large c every feature and the RMS are all close to c, so every output tends to c / c = 1 "
-    "and the token's own pattern is squeezed out. For [4, 6, 2, 8]: [0.730, 1.095, 0.365, 1.461] at c = 0, "
-    "already [0.923, 1.055, 0.791, 1.187] at c = 10.",
+    explanation=N_(
+        "LayerNorm subtracts the mean, so a shift of any size cancels: LN(x + c) = LN(x). RMSNorm does "
+        "not centre: for a large c every feature and the RMS are all close to c, so every output tends to c / c = 1 "
+        "and the token's own pattern is squeezed out. For [4, 6, 2, 8]: [0.730, 1.095, 0.365, 1.461] at c = 0, "
+        "already [0.923, 1.055, 0.791, 1.187] at c = 10."
+    ),
     wrong_hints={
-        "a": "dividing by a huge RMS does not give zeros, because the numerator x + c grows just as fast: each "
-        "output tends to c / c = 1.",
-        "b": "it is the other way round: LayerNorm subtracts the mean, so a shift cancels for it; RMSNorm does not "
-        "centre, so the shift takes over.",
-        "d": "LayerNorm subtracts the mean before it divides, so a shift of any size cancels: LN(x + c) = LN(x) "
-        "exactly, for c = 10 or c = 1000.",
+        "a": N_(
+            "dividing by a huge RMS does not give zeros, because the numerator x + c grows just as fast: each "
+            "output tends to c / c = 1."
+        ),
+        "b": N_(
+            "it is the other way round: LayerNorm subtracts the mean, so a shift cancels for it; RMSNorm does not "
+            "centre, so the shift takes over."
+        ),
+        "d": N_(
+            "LayerNorm subtracts the mean before it divides, so a shift of any size cancels: LN(x + c) = LN(x) "
+            "exactly, for c = 10 or c = 1000."
+        ),
     },
 )
 

@@ -25,9 +25,10 @@ import math
 
 import torch
 
+from ..i18n import N_
 from ..model import Block, GPTConfig, TinyGPT, lm_loss
 from ..probes import gradient_profile
-from .core import Case, CheckReport, FunctionCheck
+from .core import Case, CheckReport, FunctionCheck, Message
 from .forbidden import Forbidden
 from .questions import MultipleChoice
 from .registry import Exercise, Graded
@@ -206,10 +207,10 @@ def _block_ref(placement):
 def _block_cases(placement):
     def make(g: torch.Generator) -> list:
         specs = [
-            ("LayerNorm block, 2×8 tokens of width 32", "layernorm", (2, 8), 1.0),
-            ("RMSNorm block, 3×5 tokens of width 32", "rmsnorm", (3, 5), 1.0),
-            ("LayerNorm block, a large residual stream (scale 10)", "layernorm", (2, 6), 10.0),
-            ("one sequence of 12 tokens", "layernorm", (1, 12), 1.0),
+            (N_("LayerNorm block, 2×8 tokens of width 32"), "layernorm", (2, 8), 1.0),
+            (N_("RMSNorm block, 3×5 tokens of width 32"), "rmsnorm", (3, 5), 1.0),
+            (N_("LayerNorm block, a large residual stream (scale 10)"), "layernorm", (2, 6), 10.0),
+            (N_("one sequence of 12 tokens"), "layernorm", (1, 12), 1.0),
         ]
         cases = []
         for i, (name, kind, (B, T), scale) in enumerate(specs):
@@ -286,16 +287,18 @@ def _post_no_residual(x, p):
 
 BLOCK_FORBIDDEN = Forbidden(
     calls=("course_utils.model.Block",),
-    hint="build the block from the given pieces, norm(x, params, 'norm1'), attention(x, params) and mlp(x, params); "
-    "the course's whole Block is what your output is compared with.",
+    hint=N_(
+        "build the block from the given pieces, norm(x, params, 'norm1'), attention(x, params) and mlp(x, params); "
+        "the course's whole Block is what your output is compared with."
+    ),
     why="the course's Block, loaded with these weights, is the reference: it computes the answer.",
 )
 
-_PRE_HINT = (
+_PRE_HINT = N_(
     "Pre-LN normalizes only the *input of each sub-layer* and adds the result to the untouched stream: "
     "x = x + attention(norm(x, params, 'norm1'), params), then x = x + mlp(norm(x, params, 'norm2'), params)."
 )
-_POST_HINT = (
+_POST_HINT = N_(
     "Post-LN adds first and normalizes the *sum*: x = norm(x + attention(x, params), params, 'norm1'), "
     "then x = norm(x + mlp(x, params), params, 'norm2')."
 )
@@ -306,18 +309,25 @@ PRE_LN_CHECK = FunctionCheck(
     tolerance=1e-4,
     hint=_PRE_HINT,
     mistakes={
-        "your output matches the Post-LN block (norm of the sum). " + _PRE_HINT: _wrong(_post),
-        "your output matches OLMo 2's reordered-norm block, x + norm(F(x)): the norm sits after the sub-layer. "
-        + _PRE_HINT: _wrong(_reordered),
-        "your output has no residual connection: keep x and add the sub-layer's output to it, x = x + ....": _wrong(
+        Message(N_("your output matches the Post-LN block (norm of the sum). {fix}"), fix=_PRE_HINT): _wrong(_post),
+        Message(
+            N_(
+                "your output matches OLMo 2's reordered-norm block, x + norm(F(x)): the norm sits after the "
+                "sub-layer. {fix}"
+            ),
+            fix=_PRE_HINT,
+        ): _wrong(_reordered),
+        N_("your output has no residual connection: keep x and add the sub-layer's output to it, x = x + ...."): _wrong(
             _pre_no_residual
         ),
-        "your output matches normalizing the residual stream itself (x = norm(x), then x + F(x)). Pre-LN "
-        "normalizes a *copy* that goes into the sub-layer; the stream x that is added to stays as it was.": _wrong(
-            _pre_normalized_stream
-        ),
-        "your output matches using norm2 before attention and norm1 before the MLP: norm1 belongs to "
-        "attention, norm2 to the MLP.": _wrong(_pre_swapped_norms),
+        N_(
+            "your output matches normalizing the residual stream itself (x = norm(x), then x + F(x)). Pre-LN "
+            "normalizes a *copy* that goes into the sub-layer; the stream x that is added to stays as it was."
+        ): _wrong(_pre_normalized_stream),
+        N_(
+            "your output matches using norm2 before attention and norm1 before the MLP: norm1 belongs to "
+            "attention, norm2 to the MLP."
+        ): _wrong(_pre_swapped_norms),
     },
     reference=_block_ref("pre"),
     forbidden=BLOCK_FORBIDDEN,
@@ -329,15 +339,26 @@ POST_LN_CHECK = FunctionCheck(
     tolerance=1e-4,
     hint=_POST_HINT,
     mistakes={
-        "your output matches the Pre-LN block (norm before the sub-layer, sum left unnormalized). "
-        + _POST_HINT: _wrong(_pre),
-        "your output matches OLMo 2's reordered-norm block, x + norm(F(x)): the sum itself must be normalized. "
-        + _POST_HINT: _wrong(_reordered),
-        "your output matches normalizing before adding (norm(x) + F(norm(x))). Post-LN adds first, then "
-        "normalizes the sum: norm(x + F(x)).": _wrong(_post_norm_before),
-        "your output matches using norm2 after attention and norm1 after the MLP: norm1 belongs to "
-        "attention, norm2 to the MLP.": _wrong(_post_swapped_norms),
-        "your output has no residual connection: normalize x + F(x), not F(x) alone.": _wrong(_post_no_residual),
+        Message(
+            N_("your output matches the Pre-LN block (norm before the sub-layer, sum left unnormalized). {fix}"),
+            fix=_POST_HINT,
+        ): _wrong(_pre),
+        Message(
+            N_(
+                "your output matches OLMo 2's reordered-norm block, x + norm(F(x)): the sum itself must be "
+                "normalized. {fix}"
+            ),
+            fix=_POST_HINT,
+        ): _wrong(_reordered),
+        N_(
+            "your output matches normalizing before adding (norm(x) + F(norm(x))). Post-LN adds first, then "
+            "normalizes the sum: norm(x + F(x))."
+        ): _wrong(_post_norm_before),
+        N_(
+            "your output matches using norm2 after attention and norm1 after the MLP: norm1 belongs to "
+            "attention, norm2 to the MLP."
+        ): _wrong(_post_swapped_norms),
+        N_("your output has no residual connection: normalize x + F(x), not F(x) alone."): _wrong(_post_no_residual),
     },
     reference=_block_ref("post"),
     forbidden=BLOCK_FORBIDDEN,
@@ -364,10 +385,10 @@ def _grad_norms_ref(state, placement, idx, targets, part=None):
 
 def _grad_cases(g: torch.Generator) -> list:
     specs = [
-        ("Pre-LN, 4 blocks", "pre", 4, (4, 16)),
-        ("Post-LN, 4 blocks", "post", 4, (4, 16)),
-        ("Peri-LN (a norm before and after each sub-layer), 3 blocks", "peri", 3, (2, 24)),
-        ("Pre-LN, 6 blocks, one sequence", "pre", 6, (1, 32)),
+        (N_("Pre-LN, 4 blocks"), "pre", 4, (4, 16)),
+        (N_("Post-LN, 4 blocks"), "post", 4, (4, 16)),
+        (N_("Peri-LN (a norm before and after each sub-layer), 3 blocks"), "peri", 3, (2, 24)),
+        (N_("Pre-LN, 6 blocks, one sequence"), "pre", 6, (1, 32)),
     ]
     cases = []
     for i, (name, placement, n_layer, (B, T)) in enumerate(specs):
@@ -417,22 +438,34 @@ GRAD_NORMS_CHECK = FunctionCheck(
     name="layer_grad_norms",
     make_cases=_grad_cases,
     tolerance=1e-4,
-    hint="register a hook on every parameter of block i (p.register_hook(fn)) that adds (grad ** 2).sum() to "
-    "total[i]; run loss.backward() once; return a tensor of the square roots, one per block; remove the "
-    "hooks afterwards (handle.remove()).",
+    hint=N_(
+        "register a hook on every parameter of block i (p.register_hook(fn)) that adds (grad ** 2).sum() to "
+        "total[i]; run loss.backward() once; return a tensor of the square roots, one per block; remove the "
+        "hooks afterwards (handle.remove())."
+    ),
     mistakes={
-        "your numbers are the *squares* of the gradient norms: take the square root of each block's sum of "
-        "squares at the end.": _grad_squared,
-        "your numbers match the MLP's parameters only: include every parameter of the block "
-        "(block.parameters(): both norms, attention and the MLP).": _grad_mlp_only,
-        "your numbers match the attention's parameters only: include every parameter of the block "
-        "(block.parameters(): both norms, attention and the MLP).": _grad_attn_only,
+        N_(
+            "your numbers are the *squares* of the gradient norms: take the square root of each block's sum of "
+            "squares at the end."
+        ): _grad_squared,
+        N_(
+            "your numbers match the MLP's parameters only: include every parameter of the block "
+            "(block.parameters(): both norms, attention and the MLP)."
+        ): _grad_mlp_only,
+        N_(
+            "your numbers match the attention's parameters only: include every parameter of the block "
+            "(block.parameters(): both norms, attention and the MLP)."
+        ): _grad_attn_only,
         (
-            "your numbers add up the norms of the separate parameters. The block's gradient norm is the norm of all "
-            "its gradients together: sum the *squares* over every parameter, then take one square root."
+            N_(
+                "your numbers add up the norms of the separate parameters. The block's gradient norm is the norm of "
+                "all its gradients together: sum the *squares* over every parameter, then take one square root."
+            )
         ): _grad_per_parameter_sum,
-        "your numbers are the gradients with respect to each block's *output* (the hidden state). This task asks "
-        "for the gradient of the block's *parameters*, the quantity an optimizer step uses.": _grad_of_block_outputs,
+        N_(
+            "your numbers are the gradients with respect to each block's *output* (the hidden state). This task asks "
+            "for the gradient of the block's *parameters*, the quantity an optimizer step uses."
+        ): _grad_of_block_outputs,
     },
     reference=_grad_norms_ref,
     forbidden=Forbidden(
@@ -441,8 +474,10 @@ GRAD_NORMS_CHECK = FunctionCheck(
             "course_utils.probes.GradNormProbe",
             "course_utils.probes.block_grad_norms",
         ),
-        hint="register a hook on every parameter of each block (p.register_hook) and add up the squares, as the "
-        "task describes; the course's probes are what your numbers are compared with.",
+        hint=N_(
+            "register a hook on every parameter of each block (p.register_hook) and add up the squares, as the "
+            "task describes; the course's probes are what your numbers are compared with."
+        ),
         why="the task: 'Write that probe yourself'; course_utils.probes measures these norms (gradient_profile is "
         "the reference).",
     ),
@@ -459,53 +494,77 @@ def check_layer_grad_norms(fn, seed: int = 0) -> CheckReport:
 # ----------------------------------------------------------------------------------------------------
 PROFILE_QUESTION = MultipleChoice(
     id="ex04.profile",
-    prompt="Read the two gradient profiles that your layer_grad_norms printed (4 blocks of width 32, every weight "
-    "drawn with std 0.1, one batch of random tokens). Which statement describes them?",
+    prompt=N_(
+        "Read the two gradient profiles that your layer_grad_norms printed (4 blocks of width 32, every weight "
+        "drawn with std 0.1, one batch of random tokens). Which statement describes them?"
+    ),
     choices={
-        "a": "Post-LN's gradient grows toward the output, and Pre-LN's is about the same at every block",
-        "b": "Post-LN's is almost flat and below Pre-LN's at every block; Pre-LN's falls about 3× to block 4",
-        "c": "both fall toward the output at a similar rate, and Post-LN's gradients are the larger at every block",
-        "d": "Pre-LN's is almost flat, and Post-LN's falls about 3× from its first block to its fourth",
+        "a": N_("Post-LN's gradient grows toward the output, and Pre-LN's is about the same at every block"),
+        "b": N_("Post-LN's is almost flat and below Pre-LN's at every block; Pre-LN's falls about 3× to block 4"),
+        "c": N_("both fall toward the output at a similar rate, and Post-LN's gradients are the larger at every block"),
+        "d": N_("Pre-LN's is almost flat, and Post-LN's falls about 3× from its first block to its fourth"),
     },
     answer="b",
-    explanation="compare block 1 with block 4 in each row. Pre-LN's gradient falls toward the output, as chapter 04 "
-    "measured at both initializations. Post-LN's four numbers barely change and stay below Pre-LN's: these weights "
-    "(std 0.1) are smaller than 1/√d ≈ 0.18 at width 32, and, as with GPT-2's 0.02 in the chapter, branches "
-    "well below the stream's size leave every Post-LN block near the identity, so its profile is flat.",
+    explanation=N_(
+        "compare block 1 with block 4 in each row. Pre-LN's gradient falls toward the output, as chapter 04 "
+        "measured at both initializations. Post-LN's four numbers barely change and stay below Pre-LN's: these weights "
+        "(std 0.1) are smaller than 1/√d ≈ 0.18 at width 32, and, as with GPT-2's 0.02 in the chapter, branches "
+        "well below the stream's size leave every Post-LN block near the identity, so its profile is flat."
+    ),
     wrong_hints={
-        "a": "that describes a paper's figure, not your printout: read the Post-LN row from block 1 to block 4, "
-        "then the Pre-LN row, whose first block has the largest number of all.",
-        "c": "only one row falls much: compare the first and the last number of each row, and then the two rows "
-        "block by block to see which placement gets the larger gradients.",
-        "d": "the rows are the other way round: the falling row is Pre-LN's (its identity path reaches block 1 "
-        "whole, while the top blocks' gradient shrinks), and the Post-LN row barely changes.",
+        "a": N_(
+            "that describes a paper's figure, not your printout: read the Post-LN row from block 1 to block 4, "
+            "then the Pre-LN row, whose first block has the largest number of all."
+        ),
+        "c": N_(
+            "only one row falls much: compare the first and the last number of each row, and then the two rows "
+            "block by block to see which placement gets the larger gradients."
+        ),
+        "d": N_(
+            "the rows are the other way round: the falling row is Pre-LN's (its identity path reaches block 1 "
+            "whole, while the top blocks' gradient shrinks), and the Post-LN row barely changes."
+        ),
     },
 )
 
 WARMUP_QUESTION = MultipleChoice(
     id="ex04.warmup",
-    prompt="Xiong et al. (2020, arXiv 2002.04745) train Pre-LN transformers without the learning-rate warmup "
-    "that Post-LN transformers need. What is their explanation?",
+    prompt=N_(
+        "Xiong et al. (2020, arXiv 2002.04745) train Pre-LN transformers without the learning-rate warmup "
+        "that Post-LN transformers need. What is their explanation?"
+    ),
     choices={
-        "a": "Pre-LN has fewer parameters than Post-LN, so each update of the same size moves the model less",
-        "b": "Pre-LN's norms rescale the gradients that flow back through them, so Pre-LN acts like gradient clipping",
-        "c": "RMSNorm is more stable than LayerNorm, and Pre-LN models use RMSNorm",
-        "d": "at Xavier-size init Post-LN's gradients grow toward the output, so full-size first steps move the top "
-        "layers too far",
+        "a": N_("Pre-LN has fewer parameters than Post-LN, so each update of the same size moves the model less"),
+        "b": N_(
+            "Pre-LN's norms rescale the gradients that flow back through them, so Pre-LN acts like gradient clipping"
+        ),
+        "c": N_("RMSNorm is more stable than LayerNorm, and Pre-LN models use RMSNorm"),
+        "d": N_(
+            "at Xavier-size init Post-LN's gradients grow toward the output, so full-size first steps move the top "
+            "layers too far"
+        ),
     },
     answer="d",
-    explanation="in Post-LN every residual sum passes through a norm. With weights of size about 1/√d (Xavier), "
-    "Post-LN's gradients grow toward the output, so the first full-size steps are too big for the top layers; "
-    "warmup keeps them small. In Pre-LN the identity path reaches every layer untouched. Chapter 04 measured both "
-    "sides: at init 1/√d and lr 3e-3 Post-LN failed without warmup and trained with it. With GPT-2's std 0.02 "
-    "Post-LN's gradients were flat and smaller than Pre-LN's, so the argument does not apply there.",
+    explanation=N_(
+        "in Post-LN every residual sum passes through a norm. With weights of size about 1/√d (Xavier), "
+        "Post-LN's gradients grow toward the output, so the first full-size steps are too big for the top layers; "
+        "warmup keeps them small. In Pre-LN the identity path reaches every layer untouched. Chapter 04 measured both "
+        "sides: at init 1/√d and lr 3e-3 Post-LN failed without warmup and trained with it. With GPT-2's std 0.02 "
+        "Post-LN's gradients were flat and smaller than Pre-LN's, so the argument does not apply there."
+    ),
     wrong_hints={
-        "a": "Pre-LN and Post-LN have the same weights, apart from one final norm (ln_f) that Pre-LN adds; the "
-        "difference is where the norms sit, not how many parameters there are.",
-        "b": "no norm touches the gradients directly, and a norm's backward pass is no clipping; the norm's "
-        "position changes the path the gradients take back through the residual sums.",
-        "c": "the placement question does not depend on the norm's kind: GPT-2 is Pre-LN with LayerNorm, Llama "
-        "Pre-LN with RMSNorm, and chapter 04's Post-LN and Pre-LN runs both used LayerNorm.",
+        "a": N_(
+            "Pre-LN and Post-LN have the same weights, apart from one final norm (ln_f) that Pre-LN adds; the "
+            "difference is where the norms sit, not how many parameters there are."
+        ),
+        "b": N_(
+            "no norm touches the gradients directly, and a norm's backward pass is no clipping; the norm's "
+            "position changes the path the gradients take back through the residual sums."
+        ),
+        "c": N_(
+            "the placement question does not depend on the norm's kind: GPT-2 is Pre-LN with LayerNorm, Llama "
+            "Pre-LN with RMSNorm, and chapter 04's Post-LN and Pre-LN runs both used LayerNorm."
+        ),
     },
 )
 

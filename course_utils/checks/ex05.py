@@ -19,8 +19,9 @@ import torch
 
 from ..attention import CausalSelfAttention, RotaryEmbedding
 from ..experiments import DEGRADED_MARGIN
+from ..i18n import N_, _
 from ..model import GPTConfig
-from .core import Case, CheckReport, FunctionCheck, describe_exception
+from .core import Case, CheckReport, FunctionCheck, describe_exception, shown
 from .forbidden import ATTENTION, Forbidden
 from .questions import MultipleChoice
 from .registry import Exercise, Graded
@@ -137,13 +138,13 @@ def _attention_cases(g: torch.Generator) -> list:
         )
 
     specs = [
-        ("4 heads, 4 key/value heads (B=2, T=6, d_model=32)", 2, 6, 32, 4, 4, 1.0),
-        ("4 heads sharing 2 key/value heads (grouped-query attention)", 2, 7, 32, 4, 2, 1.0),
-        ("4 heads sharing 1 key/value head (multi-query attention)", 1, 5, 32, 4, 1, 1.0),
-        ("8 heads of d_head 8, 2 key/value heads, T=10", 1, 10, 64, 8, 2, 1.0),
-        ("projections x 1000: the logits must stay bounded", 2, 6, 32, 4, 2, 1000.0),
-        ("projections x 0.001: q and k so small that eps = 1e-6 matters", 2, 6, 32, 4, 2, 1e-3),
-        ("a single token (T=1)", 3, 1, 32, 4, 2, 1.0),
+        (N_("4 heads, 4 key/value heads (B=2, T=6, d_model=32)"), 2, 6, 32, 4, 4, 1.0),
+        (N_("4 heads sharing 2 key/value heads (grouped-query attention)"), 2, 7, 32, 4, 2, 1.0),
+        (N_("4 heads sharing 1 key/value head (multi-query attention)"), 1, 5, 32, 4, 1, 1.0),
+        (N_("8 heads of d_head 8, 2 key/value heads, T=10"), 1, 10, 64, 8, 2, 1.0),
+        (N_("projections x 1000: the logits must stay bounded"), 2, 6, 32, 4, 2, 1000.0),
+        (N_("projections x 0.001: q and k so small that eps = 1e-6 matters"), 2, 6, 32, 4, 2, 1e-3),
+        (N_("a single token (T=1)"), 3, 1, 32, 4, 2, 1.0),
     ]
     cases = []
     for name, B, T, D, H, KV, proj_scale in specs:
@@ -161,41 +162,50 @@ QK_NORM_ATTENTION_CHECK = FunctionCheck(
     name="qk_norm_attention",
     make_cases=_attention_cases,
     tolerance=1e-4,
-    hint="project, split into heads (B, heads, T, d_head), RMS-normalize each head's q and k over d_head and "
-    "multiply by the gains, apply RoPE, repeat each key/value head for its group of query heads "
-    "(repeat_interleave), s = q k^T / sqrt(d_head), causal mask, softmax, weights @ v, merge heads, W_o.",
+    hint=N_(
+        "project, split into heads (B, heads, T, d_head), RMS-normalize each head's q and k over d_head and "
+        "multiply by the gains, apply RoPE, repeat each key/value head for its group of query heads "
+        "(repeat_interleave), s = q k^T / sqrt(d_head), causal mask, softmax, weights @ v, merge heads, W_o."
+    ),
     mistakes={
-        "your output matches QK-Norm over the full width (all heads' channels at once, OLMo 2's variant). Here "
-        "the norm is per head: split into heads first, then take the RMS over each head's d_head channels.": _mistake(
-            norm="rms_full"
-        ),
-        "your output matches normalizing *after* RoPE. Normalize q and k first, then rotate them (Qwen3's "
-        "order): with gains that differ inside a rotated pair the two orders give different results.": _mistake(
-            order="rope_then_norm"
-        ),
-        "your output matches LayerNorm (mean subtracted) instead of RMSNorm. QK-Norm divides by "
-        "sqrt(mean(q**2) + eps) and does not centre.": _mistake(norm="layer_head"),
-        "your output matches attention without the 1/sqrt(d_head) scale: divide q k^T by sqrt(d_head).": _mistake(
+        N_(
+            "your output matches QK-Norm over the full width (all heads' channels at once, OLMo 2's variant). Here "
+            "the norm is per head: split into heads first, then take the RMS over each head's d_head channels."
+        ): _mistake(norm="rms_full"),
+        N_(
+            "your output matches normalizing *after* RoPE. Normalize q and k first, then rotate them (Qwen3's "
+            "order): with gains that differ inside a rotated pair the two orders give different results."
+        ): _mistake(order="rope_then_norm"),
+        N_(
+            "your output matches LayerNorm (mean subtracted) instead of RMSNorm. QK-Norm divides by "
+            "sqrt(mean(q**2) + eps) and does not centre."
+        ): _mistake(norm="layer_head"),
+        N_("your output matches attention without the 1/sqrt(d_head) scale: divide q k^T by sqrt(d_head)."): _mistake(
             scale=False
         ),
-        "your output matches attention without the causal mask: position i may only look at positions <= i "
-        "(fill the upper triangle with -inf before the softmax).": _mistake(causal=False),
-        "your output matches pairing query heads with the wrong key/value heads: query head h must use "
-        "key/value head h // (n_head // n_kv_head). Use repeat_interleave on the head dim, not repeat.": _mistake(
-            kv_map="tile"
-        ),
-        "your output matches QK-Norm without the gains: multiply the normalized q by q_gain and k by k_gain.": _mistake(
-            gains=False
-        ),
-        "your output matches attention without any QK-Norm: normalize each head's q and k (RMSNorm) before "
-        "RoPE.": _mistake(norm="none", gains=False),
+        N_(
+            "your output matches attention without the causal mask: position i may only look at positions <= i "
+            "(fill the upper triangle with -inf before the softmax)."
+        ): _mistake(causal=False),
+        N_(
+            "your output matches pairing query heads with the wrong key/value heads: query head h must use "
+            "key/value head h // (n_head // n_kv_head). Use repeat_interleave on the head dim, not repeat."
+        ): _mistake(kv_map="tile"),
+        N_(
+            "your output matches QK-Norm without the gains: multiply the normalized q by q_gain and k by k_gain."
+        ): _mistake(gains=False),
+        N_(
+            "your output matches attention without any QK-Norm: normalize each head's q and k (RMSNorm) before RoPE."
+        ): _mistake(norm="none", gains=False),
     },
     reference=reference_qk_norm_attention,
     forbidden=Forbidden(
         calls=ATTENTION
         + ("course_utils.checks.ex05.reference_qk_norm_attention", "course_utils.checks.ex05.functional_attention"),
-        hint="compute the logits, the causal mask, the softmax and the weighted sum yourself, as the task's steps "
-        "describe; the given RotaryEmbedding is the one ready-made piece.",
+        hint=N_(
+            "compute the logits, the causal mask, the softmax and the weighted sum yourself, as the task's steps "
+            "describe; the given RotaryEmbedding is the one ready-made piece."
+        ),
         why="the task asks for attention written out step by step; scaled_dot_product_attention and "
         "MultiheadAttention do steps 6 and 7 for you, and the chapter's CausalSelfAttention and the two functions "
         "above are this task's answer.",
@@ -217,13 +227,13 @@ def _softcap_ref(s, cap):
 
 def _softcap_cases(g: torch.Generator) -> list:
     specs = [
-        ("small logits, cap 50 (nearly unchanged)", (torch.randn(3, 5, generator=g), 50.0)),
-        ("logits from -300 to 300, cap 50 (Gemma 2's attention cap)", (torch.linspace(-300, 300, 61), 50.0)),
+        (N_("small logits, cap 50 (nearly unchanged)"), (torch.randn(3, 5, generator=g), 50.0)),
+        (N_("logits from -300 to 300, cap 50 (Gemma 2's attention cap)"), (torch.linspace(-300, 300, 61), 50.0)),
         (
-            "a (2, 4, 6, 6) tensor of large logits, cap 30 (Gemma 2's final cap)",
+            N_("a (2, 4, 6, 6) tensor of large logits, cap 30 (Gemma 2's final cap)"),
             (torch.randn(2, 4, 6, 6, generator=g) * 80, 30.0),
         ),
-        ("cap 5 on logits of scale 10", (torch.randn(8, generator=g) * 10, 5.0)),
+        (N_("cap 5 on logits of scale 10"), (torch.randn(8, generator=g) * 10, 5.0)),
     ]
     return [Case(name, args, _softcap_ref(*args)) for name, args in specs]
 
@@ -232,19 +242,25 @@ SOFTCAP_CHECK = FunctionCheck(
     name="softcap",
     make_cases=_softcap_cases,
     tolerance=1e-4,
-    hint="cap * tanh(s / cap): divide by the cap inside tanh, multiply by it outside.",
+    hint=N_("cap * tanh(s / cap): divide by the cap inside tanh, multiply by it outside."),
     mistakes={
-        "your output matches cap * tanh(s), without dividing s by the cap inside: small logits must pass "
-        "almost unchanged (tanh(s / cap) ≈ s / cap).": lambda s, cap: cap * torch.tanh(s.double()),
-        "your output matches tanh(s / cap), without multiplying by the cap: the result must lie in (-cap, cap), "
-        "not (-1, 1).": lambda s, cap: torch.tanh(s.double() / cap),
-        "your output matches a hard clip to [-cap, cap]. Softcapping is smooth: cap * tanh(s / cap), whose slope "
-        "never drops to exactly 0.": lambda s, cap: s.double().clamp(-cap, cap),
+        N_(
+            "your output matches cap * tanh(s), without dividing s by the cap inside: small logits must pass "
+            "almost unchanged (tanh(s / cap) ≈ s / cap)."
+        ): lambda s, cap: cap * torch.tanh(s.double()),
+        N_(
+            "your output matches tanh(s / cap), without multiplying by the cap: the result must lie in (-cap, cap), "
+            "not (-1, 1)."
+        ): lambda s, cap: torch.tanh(s.double() / cap),
+        N_(
+            "your output matches a hard clip to [-cap, cap]. Softcapping is smooth: cap * tanh(s / cap), whose slope "
+            "never drops to exactly 0."
+        ): lambda s, cap: s.double().clamp(-cap, cap),
     },
     reference=_softcap_ref,
     forbidden=Forbidden(
         calls=("course_utils.attention.softcap",),
-        hint="write cap * tanh(s / cap) with torch.tanh.",
+        hint=N_("write cap * tanh(s / cap) with torch.tanh."),
         why="course_utils.attention.softcap is this task's answer.",
     ),
 )
@@ -269,10 +285,10 @@ def _entropy_cases(g: torch.Generator) -> list:
     logits = torch.randn(2, 3, T, T, generator=g) * 2
     attention = logits.masked_fill(~causal, float("-inf")).softmax(-1)  # exact zeros above the diagonal
     specs = [
-        ("uniform rows over 8 keys (entropy ln 8)", torch.full((2, 8), 1 / 8)),
-        ("one-hot rows (entropy 0, contains exact zeros)", torch.eye(5)),
-        ("causal attention weights (2, 3, 6, 6) with zeros above the diagonal", attention),
-        ("random rows, softmax of logits of scale 3 (4 x 4)", (torch.randn(4, 4, generator=g) * 3).softmax(-1)),
+        (N_("uniform rows over 8 keys (entropy ln 8)"), torch.full((2, 8), 1 / 8)),
+        (N_("one-hot rows (entropy 0, contains exact zeros)"), torch.eye(5)),
+        (N_("causal attention weights (2, 3, 6, 6) with zeros above the diagonal"), attention),
+        (N_("random rows, softmax of logits of scale 3 (4 x 4)"), (torch.randn(4, 4, generator=g) * 3).softmax(-1)),
     ]
     return [Case(name, (p,), _entropy_ref(p)) for name, p in specs]
 
@@ -286,30 +302,32 @@ ENTROPY_CHECK = FunctionCheck(
     name="attention_entropy",
     make_cases=_entropy_cases,
     tolerance=1e-4,
-    hint="-(p * log p).sum(dim=-1), natural log, with 0 * log 0 counted as 0.",
+    hint=N_("-(p * log p).sum(dim=-1), natural log, with 0 * log 0 counted as 0."),
     mistakes={
-        "your output matches the entropy in bits (log2). Use the natural log (torch.log): the course measures "
-        "entropy in nats, ln n for uniform attention over n keys.": lambda p: (
-            -torch.special.xlogy(p.double(), p.double()).sum(-1) / math.log(2)
-        ),
+        N_(
+            "your output matches the entropy in bits (log2). Use the natural log (torch.log): the course measures "
+            "entropy in nats, ln n for uniform attention over n keys."
+        ): lambda p: -torch.special.xlogy(p.double(), p.double()).sum(-1) / math.log(2),
         (
-            "your output matches sum(p log p) without the minus sign: entropy is -sum(p log p), never negative."
+            N_("your output matches sum(p log p) without the minus sign: entropy is -sum(p log p), never negative.")
         ): lambda p: torch.special.xlogy(p.double(), p.double()).sum(-1),
-        "your output matches the mean over keys instead of the sum: entropy sums -p log p over the keys.": lambda p: (
-            -torch.special.xlogy(p.double(), p.double()).mean(-1)
-        ),
-        "your output matches a sum over the wrong dimension (the queries, dim -2): each row of attention "
-        "weights, the last dim, is one distribution.": lambda p: (
-            _xlogy_sum(p, -2) if p.dim() >= 2 else _xlogy_sum(p, -1)
-        ),
+        N_(
+            "your output matches the mean over keys instead of the sum: entropy sums -p log p over the keys."
+        ): lambda p: -torch.special.xlogy(p.double(), p.double()).mean(-1),
+        N_(
+            "your output matches a sum over the wrong dimension (the queries, dim -2): each row of attention "
+            "weights, the last dim, is one distribution."
+        ): lambda p: _xlogy_sum(p, -2) if p.dim() >= 2 else _xlogy_sum(p, -1),
     },
     reference=_entropy_ref,
-    nan_hint="NaN appears where a weight is exactly 0 (one-hot rows, masked keys): 0 * log 0 is "
-    "0 * -inf = NaN in floating point, but counts as 0 in the entropy. Use "
-    "torch.special.xlogy(p, p), or clamp p before the log: p * torch.log(p.clamp_min(1e-30)).",
+    nan_hint=N_(
+        "NaN appears where a weight is exactly 0 (one-hot rows, masked keys): 0 * log 0 is "
+        "0 * -inf = NaN in floating point, but counts as 0 in the entropy. Use "
+        "torch.special.xlogy(p, p), or clamp p before the log: p * torch.log(p.clamp_min(1e-30))."
+    ),
     forbidden=Forbidden(
         calls=("course_utils.attention.attention_entropy", "torch.distributions.Categorical"),
-        hint="sum -p * log p over the last dim yourself; torch.special.xlogy(p, p) counts 0 * log 0 as 0.",
+        hint=N_("sum -p * log p over the last dim yourself; torch.special.xlogy(p, p) counts 0 * log 0 as 0."),
         why="course_utils.attention.attention_entropy is this task's answer, and Categorical(probs=p).entropy() "
         "computes it too (the distribution has no other use in this task).",
     ),
@@ -345,20 +363,28 @@ def check_mini_sweep(fn):
         print(CheckReport(name, "not-implemented").text())
         return None
     except (Exception, SystemExit) as exc:
-        print(f"❌ {name}: raised {describe_exception(exc)}\n   Hint: call stability_sweep(...) and return its result.")
+        print(
+            _("❌ {name}: raised {exception}").format(name=name, exception=shown(describe_exception(exc)))
+            + "\n   "
+            + _("Hint: call stability_sweep(...) and return its result.")
+        )
         return None
     if not isinstance(result, SweepResult):
         print(
-            f"❌ {name}: returned {type(result).__name__}, expected the result of stability_sweep(...)\n"
-            f"   Hint: return {call}."
+            _("❌ {name}: returned {type}, expected the result of stability_sweep(...)").format(
+                name=name, type=type(result).__name__
+            )
+            + "\n   "
+            + _("Hint: return {call}.").format(call=call)
         )
         return None
     try:
         return _judge_mini_sweep(name, result, call)
     except Exception as exc:  # a SweepResult built or changed by hand: records that cannot be read, a logit of 0
         print(
-            f"❌ {name}: the sweep's records could not be judged ({type(exc).__name__})\n"
-            f"   Hint: return {call} unchanged."
+            _("❌ {name}: the sweep's records could not be judged ({type})").format(name=name, type=type(exc).__name__)
+            + "\n   "
+            + _("Hint: return {call} unchanged.").format(call=call)
         )
         return None
 
@@ -367,23 +393,31 @@ def _judge_mini_sweep(name: str, result, call: str):
     """Print the verdict on a SweepResult; return it when it passes, else None."""
     problems = []
     if sorted(result.variants) != sorted(MINI_VARIANTS):
-        problems.append(f"variants {result.variants}, expected {list(MINI_VARIANTS)}")
+        problems.append(
+            _("variants {got}, expected {expected}").format(got=result.variants, expected=list(MINI_VARIANTS))
+        )
     if len(result.lrs) != len(MINI_LRS) or not all(math.isclose(a, b) for a, b in zip(result.lrs, MINI_LRS)):
-        problems.append(f"learning rates {result.lrs}, expected {list(MINI_LRS)}")
+        problems.append(_("learning rates {got}, expected {expected}").format(got=result.lrs, expected=list(MINI_LRS)))
     if problems:
-        print(f"❌ {name}: " + "; ".join(problems) + f"\n   Hint: return {call}.")
+        print(f"❌ {name}: " + "; ".join(problems) + "\n   " + _("Hint: return {call}.").format(call=call))
         return None
     top = max(MINI_LRS)
     ratio = result.get("baseline", top).max_attn_logit / result.get("qk_norm", top).max_attn_logit
     if not ratio >= 100:
         print(
-            f"❌ {name}: at lr {top:g} the baseline's largest logit is only {ratio:.1f}x QK-Norm's (expected >= 100x)\n"
-            f"   Hint: use the quick preset with at least {MINI_STEPS} steps, so that the logits have time to grow."
+            _(
+                "❌ {name}: at lr {lr:g} the baseline's largest logit is only {ratio:.1f}x QK-Norm's (expected >= 100x)"
+            ).format(name=name, lr=top, ratio=ratio)
+            + "\n   "
+            + _("Hint: use the quick preset with at least {steps} steps, so that the logits have time to grow.").format(
+                steps=MINI_STEPS
+            )
         )
         return None
     print(
-        f"✅ {name}: {len(result)} runs; at lr {top:g} the baseline's largest attention logit is more than 100x "
-        "QK-Norm's"
+        _(
+            "✅ {name}: {runs} runs; at lr {lr:g} the baseline's largest attention logit is more than 100x QK-Norm's"
+        ).format(name=name, runs=len(result), lr=top)
     )
     return result
 
@@ -449,7 +483,7 @@ def _threshold_cases(g: torch.Generator) -> list:
 
     def grid(n):  # increasing learning rates, about 2x to 3.5x apart, from about 1e-3
         lr, lrs = 10 ** u(-3.0, -2.5), []
-        for _ in range(n):
+        for _step in range(n):
             lrs.append(lr)
             lr *= u(2.0, 3.5)
         return lrs
@@ -474,13 +508,15 @@ def _threshold_cases(g: torch.Generator) -> list:
         return Case(name, args, reference_failure_threshold(*args))
 
     return [
-        case("two runs train, one degrades, two diverge (inf)", ["best", "ok", "deg", "inf", "inf"]),
-        case("the first failure ends no better than the untrained model", ["ok", "best", "l0", "deg", "inf"]),
-        case("the first failure diverged (its loss is inf)", ["best", "ok", "inf", "deg", "l0"]),
-        case("the grid in no particular order", ["ok", "best", "ok", "deg", "deg", "inf"], order=[4, 0, 5, 1, 3, 2]),
-        case("this variant's best run is 0.3 nats above the sweep's best", ["ok+", "near", "far", "inf"]),
-        case("a failure, then a run that trains at a higher learning rate", ["best", "deg", "ok", "deg", "inf"]),
-        case("two learning rates", ["best", "l0"]),
+        case(N_("two runs train, one degrades, two diverge (inf)"), ["best", "ok", "deg", "inf", "inf"]),
+        case(N_("the first failure ends no better than the untrained model"), ["ok", "best", "l0", "deg", "inf"]),
+        case(N_("the first failure diverged (its loss is inf)"), ["best", "ok", "inf", "deg", "l0"]),
+        case(
+            N_("the grid in no particular order"), ["ok", "best", "ok", "deg", "deg", "inf"], order=[4, 0, 5, 1, 3, 2]
+        ),
+        case(N_("this variant's best run is 0.3 nats above the sweep's best"), ["ok+", "near", "far", "inf"]),
+        case(N_("a failure, then a run that trains at a higher learning rate"), ["best", "deg", "ok", "deg", "inf"]),
+        case(N_("two learning rates"), ["best", "l0"]),
     ]
 
 
@@ -488,35 +524,49 @@ FAILURE_THRESHOLD_CHECK = FunctionCheck(
     name="failure_threshold",
     make_cases=_threshold_cases,
     tolerance=1e-6,
-    hint="a run failed when its loss is not finite, or not below initial_loss (diverged), or more than 0.5 above "
-    "best_loss (degraded); return the smallest learning rate among the failed runs, e.g. lrs[failed].min().",
+    hint=N_(
+        "a run failed when its loss is not finite, or not below initial_loss (diverged), or more than 0.5 above "
+        "best_loss (degraded); return the smallest learning rate among the failed runs, e.g. lrs[failed].min()."
+    ),
     mistakes={
-        "your answer counts only diverged runs. A run that ends more than 0.5 nats above best_loss failed too "
-        "(degraded): it trained, but lost most of what the best run learned.": _threshold_mistake(count_degraded=False),
-        "your answer measures the 0.5 nats from this variant's own best run. The margin is from best_loss, the "
-        "best run of the whole sweep: a variant that never gets close to it fails everywhere.": _threshold_mistake(
-            degraded="own"
-        ),
-        "your answer skips the runs whose loss is inf. Such a run diverged: it failed, and it may be the first "
-        "failure.": _threshold_mistake(skip_inf=True),
-        "your answer is the largest learning rate that trained, the other side of the threshold. Return the "
-        "smallest learning rate whose run failed.": _threshold_mistake(pick="largest_surviving"),
-        "your answer is the largest learning rate whose run failed. Return the smallest one.": _threshold_mistake(
+        N_(
+            "your answer counts only diverged runs. A run that ends more than 0.5 nats above best_loss failed too "
+            "(degraded): it trained, but lost most of what the best run learned."
+        ): _threshold_mistake(count_degraded=False),
+        N_(
+            "your answer measures the 0.5 nats from this variant's own best run. The margin is from best_loss, the "
+            "best run of the whole sweep: a variant that never gets close to it fails everywhere."
+        ): _threshold_mistake(degraded="own"),
+        N_(
+            "your answer skips the runs whose loss is inf. Such a run diverged: it failed, and it may be the first "
+            "failure."
+        ): _threshold_mistake(skip_inf=True),
+        N_(
+            "your answer is the largest learning rate that trained, the other side of the threshold. Return the "
+            "smallest learning rate whose run failed."
+        ): _threshold_mistake(pick="largest_surviving"),
+        N_("your answer is the largest learning rate whose run failed. Return the smallest one."): _threshold_mistake(
             pick="largest_failing"
         ),
-        "your answer is the first failed run in the order the grid is given. The grid need not be sorted: take "
-        "the smallest learning rate among the failed runs.": _threshold_mistake(pick="first_in_given_order"),
-        "your answer is where the failures stop coming back (every run above it failed). The threshold is the "
-        "smallest learning rate whose run failed, even when a run at a higher learning rate trained again.": (
-            _threshold_mistake(pick="tail_start")
-        ),
+        N_(
+            "your answer is the first failed run in the order the grid is given. The grid need not be sorted: take "
+            "the smallest learning rate among the failed runs."
+        ): _threshold_mistake(pick="first_in_given_order"),
+        N_(
+            "your answer is where the failures stop coming back (every run above it failed). The threshold is the "
+            "smallest learning rate whose run failed, even when a run at a higher learning rate trained again."
+        ): (_threshold_mistake(pick="tail_start")),
     },
     reference=reference_failure_threshold,
-    nan_hint="your threshold is NaN or inf: an inf loss got into a sum or a product. Decide for each run whether "
-    "it failed, then take the smallest learning rate among the failed runs.",
+    nan_hint=N_(
+        "your threshold is NaN or inf: an inf loss got into a sum or a product. Decide for each run whether "
+        "it failed, then take the smallest learning rate among the failed runs."
+    ),
     forbidden=Forbidden(
         calls=("course_utils.experiments.SweepResult",),
-        hint="decide for each run whether it diverged or degraded with comparisons of your own, as the task describes.",
+        hint=N_(
+            "decide for each run whether it diverged or degraded with comparisons of your own, as the task describes."
+        ),
         why="SweepResult classifies the runs itself (its statuses are the verdicts this task asks you to compute).",
     ),
 )
@@ -541,45 +591,65 @@ def check_threshold_on_sweep(fn, sweep):
     """Apply a learner's failure_threshold to the baseline's runs of a sweep, compare its answer with the sweep's
     own verdicts (the measured threshold), print the verdict and QK-Norm's verdicts at the same learning rates.
     Returns the threshold, or None when there is none or the answer is wrong; never raises."""
-    name = "failure_threshold on your sweep"
+    name = _("failure_threshold on your sweep")
     if sweep is None:
-        print(f"⏳ {name}: run the sweep of task 4a first.")
+        print(_("⏳ {name}: run the sweep of task 4a first.").format(name=name))
         return None
     try:
         runs = sweep.of("baseline")
         failed = [r.lr for r in runs if not r.survived]
         if not runs or not failed:
-            print(f"ℹ️ {name}: the baseline trained at every learning rate of this sweep: no threshold to find.")
+            print(
+                _("ℹ️ {name}: the baseline trained at every learning rate of this sweep: no threshold to find.").format(
+                    name=name
+                )
+            )
             return None
         measured = min(failed)
         args = sweep_arguments(sweep)
     except Exception as exc:  # a sweep built or changed by hand
-        print(f"❌ {name}: the sweep's records could not be read ({type(exc).__name__}); run task 4a's sweep again.")
+        print(
+            _("❌ {name}: the sweep's records could not be read ({type}); run task 4a's sweep again.").format(
+                name=name, type=type(exc).__name__
+            )
+        )
         return None
     try:
         out = fn(*args)
         got = out.item() if isinstance(out, torch.Tensor) and out.numel() == 1 else out
         if isinstance(got, bool) or not isinstance(got, (int, float)):
-            print(f"❌ {name}: returned {type(out).__name__}, expected a number (one learning rate)")
+            print(
+                _("❌ {name}: returned {type}, expected a number (one learning rate)").format(
+                    name=name, type=type(out).__name__
+                )
+            )
             return None
         got = float(got)
     except NotImplementedError:
         print(CheckReport(name, "not-implemented").text())
         return None
     except (Exception, SystemExit) as exc:
-        print(f"❌ {name}: raised {describe_exception(exc)}\n   Hint: {FAILURE_THRESHOLD_CHECK.hint}")
+        print(
+            _("❌ {name}: raised {exception}").format(name=name, exception=shown(describe_exception(exc)))
+            + "\n   "
+            + _("Hint: {hint}").format(hint=shown(FAILURE_THRESHOLD_CHECK.hint))
+        )
         return None
     if not math.isclose(got, measured, rel_tol=1e-6):
         print(
-            f"❌ {name}: your function says {got:g}, but the sweep's verdicts say the baseline first fails at lr "
-            f"{measured:g}\n   Hint: compare your rule with the runs the sweep's table marks ✗."
+            _(
+                "❌ {name}: your function says {got:g}, but the sweep's verdicts say the baseline first fails at lr "
+                "{measured:g}"
+            ).format(name=name, got=got, measured=measured)
+            + "\n   "
+            + _("Hint: compare your rule with the runs the sweep's table marks ✗.")
         )
         return None
-    print(f"✅ {name}: the baseline first fails at lr {got:g}, as the sweep's verdicts say")
-    marks = {"ok": "✓ ok", "degraded": "✗ degraded", "diverged": "✗ diverged"}
-    others = [f"{r.lr:g} {marks.get(r.status, r.status)}" for r in sweep.of("qk_norm") if r.lr >= measured]
+    print(_("✅ {name}: the baseline first fails at lr {lr:g}, as the sweep's verdicts say").format(name=name, lr=got))
+    marks = {"ok": N_("✓ ok"), "degraded": N_("✗ degraded"), "diverged": N_("✗ diverged")}
+    others = [f"{r.lr:g} {shown(marks.get(r.status, r.status))}" for r in sweep.of("qk_norm") if r.lr >= measured]
     if others:
-        print("   QK-Norm at the same learning rates and above: " + ", ".join(others))
+        print("   " + _("QK-Norm at the same learning rates and above: {runs}").format(runs=", ".join(others)))
     return got
 
 
@@ -588,26 +658,41 @@ def check_threshold_on_sweep(fn, sweep):
 # ----------------------------------------------------------------------------------------------------
 CURVE_QUESTION = MultipleChoice(
     id="ex05.curve",
-    prompt="Look at the max-logit curves of your sweep. What do they show?",
+    prompt=N_("Look at the max-logit curves of your sweep. What do they show?"),
     choices={
-        "a": "Both variants' largest logits grow at about the same rate; QK-Norm changes only how fast the loss falls.",
-        "b": "At high learning rates only the baseline's logit explodes; QK-Norm's grows as far as its gains let it.",
-        "c": "With QK-Norm the largest logit stays exactly at √d_head = 4, from the first training step to the last "
-        "one.",
-        "d": "The largest logits shrink during training, once the warmup is over and the learning rate stops rising.",
+        "a": N_(
+            "Both variants' largest logits grow at about the same rate; QK-Norm changes only how fast the loss falls."
+        ),
+        "b": N_(
+            "At high learning rates only the baseline's logit explodes; QK-Norm's grows as far as its gains let it."
+        ),
+        "c": N_(
+            "With QK-Norm the largest logit stays exactly at √d_head = 4, from the first training step to the last one."
+        ),
+        "d": N_(
+            "The largest logits shrink during training, once the warmup is over and the learning rate stops rising."
+        ),
     },
     answer="b",
-    explanation="without the norm the logit multiplies the growth of W_q, W_k and the gain of the norm before "
-    "attention; with it, |s| <= sqrt(d_head) * max|g_q| * max|g_k|. The gains are not slow (at lr 0.3 one Adam "
-    "step can move a gain of 1 by 30 %, and in chapter 05's sweep they grew several-fold), but the logit can "
-    "never pass the bound they set.",
+    explanation=N_(
+        "without the norm the logit multiplies the growth of W_q, W_k and the gain of the norm before "
+        "attention; with it, |s| <= sqrt(d_head) * max|g_q| * max|g_k|. The gains are not slow (at lr 0.3 one Adam "
+        "step can move a gain of 1 by 30 %, and in chapter 05's sweep they grew several-fold), but the logit can "
+        "never pass the bound they set."
+    ),
     wrong_hints={
-        "a": "read the log axis: at the high learning rates the baseline's curves end orders of magnitude above "
-        "QK-Norm's, whatever the loss did.",
-        "c": "sqrt(d_head) is the bound for *unit* gains; the gains are learned, so QK-Norm's logits do grow, "
-        "as far as the gains allow (look at the blue curves).",
-        "d": "warmup only lowers the learning rate during the first steps; it makes no logit shrink, and the curves "
-        "rise.",
+        "a": N_(
+            "read the log axis: at the high learning rates the baseline's curves end orders of magnitude above "
+            "QK-Norm's, whatever the loss did."
+        ),
+        "c": N_(
+            "sqrt(d_head) is the bound for *unit* gains; the gains are learned, so QK-Norm's logits do grow, "
+            "as far as the gains allow (look at the blue curves)."
+        ),
+        "d": N_(
+            "warmup only lowers the learning rate during the first steps; it makes no logit shrink, and the curves "
+            "rise."
+        ),
     },
 )
 

@@ -28,10 +28,11 @@ import torch
 import torch.nn.functional as F
 
 from ..attention import CausalSelfAttention, RotaryEmbedding
+from ..i18n import N_, _
 from ..model import Block
 from ..norms import RMSNorm
 from ..recipes import recipe_config
-from .core import Case, CheckReport, FunctionCheck
+from .core import Case, CheckReport, FunctionCheck, Message
 from .ex02 import HALF_TOLERANCES, DtypeCase, _NormCheck
 from .forbidden import ATTENTION, COURSE_NORMS, TORCH_NORMS, Forbidden
 from .questions import MultipleChoice
@@ -325,25 +326,25 @@ def _norm_cases(g: torch.Generator) -> list:
         return torch.randn(*shape, generator=g)
 
     specs = [
-        ("a batch of rows (3×8)", (randn(3, 8), _gains(g, 8), 1e-6), torch.float32),
-        ("tokens (2×5×16)", (randn(2, 5, 16) * 2, _gains(g, 16), 1e-6), torch.float32),
-        ("w = 0, Gemma's init: the gain is exactly 1", (randn(4, 12), torch.zeros(12), 1e-6), torch.float32),
-        ("rows with a large offset (mean far from 0)", (randn(3, 16) + 5.0, _gains(g, 16), 1e-6), torch.float32),
+        (N_("a batch of rows (3×8)"), (randn(3, 8), _gains(g, 8), 1e-6), torch.float32),
+        (N_("tokens (2×5×16)"), (randn(2, 5, 16) * 2, _gains(g, 16), 1e-6), torch.float32),
+        (N_("w = 0, Gemma's init: the gain is exactly 1"), (randn(4, 12), torch.zeros(12), 1e-6), torch.float32),
+        (N_("rows with a large offset (mean far from 0)"), (randn(3, 16) + 5.0, _gains(g, 16), 1e-6), torch.float32),
         (
-            "tiny activations (size ~0.001): eps = 1e-6 matters",
+            N_("tiny activations (size ~0.001): eps = 1e-6 matters"),
             (randn(4, 16) * 1e-3, _gains(g, 16), 1e-6),
             torch.float32,
         ),
-        ("eps = 0.01 on activations of size ~0.05", (randn(3, 16) * 0.05, _gains(g, 16), 1e-2), torch.float32),
-        ("a single vector of 32 features", (randn(32), _gains(g, 32), 1e-6), torch.float32),
-        ("float64 tokens (2×3×8)", (randn(2, 3, 8).double(), _gains(g, 8).double(), 1e-6), torch.float64),
+        (N_("eps = 0.01 on activations of size ~0.05"), (randn(3, 16) * 0.05, _gains(g, 16), 1e-2), torch.float32),
+        (N_("a single vector of 32 features"), (randn(32), _gains(g, 32), 1e-6), torch.float32),
+        (N_("float64 tokens (2×3×8)"), (randn(2, 3, 8).double(), _gains(g, 8).double(), 1e-6), torch.float64),
         (
-            "float16 activations of size ~1000 (their squares overflow float16), gain in float32",
+            N_("float16 activations of size ~1000 (their squares overflow float16), gain in float32"),
             ((randn(2, 16) * 1000).half(), _gains(g, 16), 1e-6),
             torch.float16,
         ),
         (
-            "bfloat16 activations (2×16), gain in float32",
+            N_("bfloat16 activations (2×16), gain in float32"),
             ((randn(2, 16) * 3).bfloat16(), _gains(g, 16), 1e-6),
             torch.bfloat16,
         ),
@@ -359,12 +360,12 @@ def _norm_cases(g: torch.Generator) -> list:
 def _attention_cases(g: torch.Generator) -> list:
     specs = [
         # name, B, T, D, H, q/k projection scale, v/o projection scale, dtype
-        ("4 heads of d_head 8 (B=2, T=6, d_model=32)", 2, 6, 32, 4, 1.0, 1.0, torch.float32),
-        ("2 heads of d_head 16, T=8", 1, 8, 32, 2, 1.0, 1.0, torch.float32),
-        ("8 heads of d_head 8, T=10", 2, 10, 64, 8, 1.0, 1.0, torch.float32),
-        ("q and k projections x 1000: the logits must stay bounded", 2, 6, 32, 4, 1000.0, 1.0, torch.float32),
+        (N_("4 heads of d_head 8 (B=2, T=6, d_model=32)"), 2, 6, 32, 4, 1.0, 1.0, torch.float32),
+        (N_("2 heads of d_head 16, T=8"), 1, 8, 32, 2, 1.0, 1.0, torch.float32),
+        (N_("8 heads of d_head 8, T=10"), 2, 10, 64, 8, 1.0, 1.0, torch.float32),
+        (N_("q and k projections x 1000: the logits must stay bounded"), 2, 6, 32, 4, 1000.0, 1.0, torch.float32),
         (
-            "q and k projections x 0.001: q and k so small that eps = 1e-6 matters",
+            N_("q and k projections x 0.001: q and k so small that eps = 1e-6 matters"),
             2,
             6,
             32,
@@ -373,8 +374,8 @@ def _attention_cases(g: torch.Generator) -> list:
             1.0,
             torch.float32,
         ),
-        ("a single token (T=1)", 3, 1, 32, 4, 1.0, 1.0, torch.float32),
-        ("float64 (B=2, T=5, d_model=32)", 2, 5, 32, 4, 1.0, 1.0, torch.float64),
+        (N_("a single token (T=1)"), 3, 1, 32, 4, 1.0, 1.0, torch.float32),
+        (N_("float64 (B=2, T=5, d_model=32)"), 2, 5, 32, 4, 1.0, 1.0, torch.float64),
     ]
     cases = []
     for name, B, T, D, H, qk_scale, vo_scale, dtype in specs:
@@ -387,12 +388,12 @@ def _attention_cases(g: torch.Generator) -> list:
 def _block_cases(g: torch.Generator) -> list:
     specs = [
         # name, B, T, D, H, stream scale, q/k scale, sub-layer output scale, dtype
-        ("4 heads, 2×8 tokens of width 32", 2, 8, 32, 4, 1.0, 1.0, 1.0, torch.float32),
-        ("2 heads, 3×5 tokens of width 32", 3, 5, 32, 2, 1.0, 1.0, 1.0, torch.float32),
-        ("a large residual stream (scale 10)", 2, 6, 32, 4, 10.0, 1.0, 1.0, torch.float32),
-        ("8 heads, one sequence of 12 tokens of width 64", 1, 12, 64, 8, 1.0, 1.0, 1.0, torch.float32),
+        (N_("4 heads, 2×8 tokens of width 32"), 2, 8, 32, 4, 1.0, 1.0, 1.0, torch.float32),
+        (N_("2 heads, 3×5 tokens of width 32"), 3, 5, 32, 2, 1.0, 1.0, 1.0, torch.float32),
+        (N_("a large residual stream (scale 10)"), 2, 6, 32, 4, 10.0, 1.0, 1.0, torch.float32),
+        (N_("8 heads, one sequence of 12 tokens of width 64"), 1, 12, 64, 8, 1.0, 1.0, 1.0, torch.float32),
         (
-            "W_v, W_o and W_down x 0.001: sub-layer outputs so small that the post-norms' eps matters",
+            N_("W_v, W_o and W_down x 0.001: sub-layer outputs so small that the post-norms' eps matters"),
             2,
             6,
             32,
@@ -402,8 +403,8 @@ def _block_cases(g: torch.Generator) -> list:
             1e-3,
             torch.float32,
         ),
-        ("a single token (T=1)", 3, 1, 32, 4, 1.0, 1.0, 1.0, torch.float32),
-        ("float64 (B=2, T=5, width 32)", 2, 5, 32, 4, 1.0, 1.0, 1.0, torch.float64),
+        (N_("a single token (T=1)"), 3, 1, 32, 4, 1.0, 1.0, 1.0, torch.float32),
+        (N_("float64 (B=2, T=5, width 32)"), 2, 5, 32, 4, 1.0, 1.0, 1.0, torch.float64),
     ]
     cases = []
     for name, B, T, D, H, x_scale, qk_scale, out_scale, dtype in specs:
@@ -430,8 +431,10 @@ _THE_ANSWERS = (
 )
 FORBIDDEN = Forbidden(
     calls=TORCH_NORMS + COURSE_NORMS + ATTENTION + _THE_ANSWERS,
-    hint="write each step yourself from the recipe, with basic tensor operations (mean, sqrt, rsqrt, matmul, "
-    "softmax, masked_fill); your own functions from the tasks above, the given RotaryEmbedding and mlp are allowed.",
+    hint=N_(
+        "write each step yourself from the recipe, with basic tensor operations (mean, sqrt, rsqrt, matmul, "
+        "softmax, masked_fill); your own functions from the tasks above, the given RotaryEmbedding and mlp are allowed."
+    ),
     why="the course's RMSNorm, CausalSelfAttention and Block built with recipe_config('gemma3') are the references "
     "your outputs are compared with; torch's norms and scaled_dot_product_attention, and the functions of the "
     "checks of exercises 04 to 06, compute these steps for you.",
@@ -441,7 +444,7 @@ FORBIDDEN = Forbidden(
 # ----------------------------------------------------------------------------------------------------
 # task 1: gemma_rms_norm(x, w, eps=1e-6)
 # ----------------------------------------------------------------------------------------------------
-_NORM_HINT = (
+_NORM_HINT = N_(
     "compute in float32 (x.float()), divide by sqrt(mean(x**2 over the last dim) + eps), multiply by (1 + w), "
     "cast back with .to(x.dtype)."
 )
@@ -471,27 +474,39 @@ GEMMA_RMS_NORM_CHECK = _NormCheck(
     tolerance=1e-4,
     hint=_NORM_HINT,
     mistakes={
-        "your output matches multiplying by w instead of (1 + w). Gemma stores the gain as w, starting at 0, and "
-        "applies 1 + w: a fresh layer multiplies by 1, not by 0.": _norm_mistake(gain="w"),
-        "your output matches RMSNorm without any gain: multiply the normalized x by (1 + w).": _norm_mistake(
+        N_(
+            "your output matches multiplying by w instead of (1 + w). Gemma stores the gain as w, starting at 0, and "
+            "applies 1 + w: a fresh layer multiplies by 1, not by 0."
+        ): _norm_mistake(gain="w"),
+        N_("your output matches RMSNorm without any gain: multiply the normalized x by (1 + w)."): _norm_mistake(
             gain="none"
         ),
-        "your output matches eps added *outside* the square root, x / (sqrt(mean(x**2)) + eps). Gemma adds it "
-        "inside: x / sqrt(mean(x**2) + eps); the two differ when mean(x**2) is as small as eps.": _norm_mistake(
-            eps_where="outside"
-        ),
-        "your output ignores the eps argument (it uses 1e-6 whatever eps says). Gemma's own code hard-codes "
-        "1e-6, but your function must use the eps it is given.": _norm_mistake(eps_fixed=True),
-        "your output matches LayerNorm (mean subtracted). RMSNorm does not centre: divide x itself by "
-        "sqrt(mean(x**2) + eps).": _norm_mistake(center=True),
-        "your output matches normalizing over the wrong axis (dim 0 or -2: across rows or tokens). Each "
-        "vector is normalized on its own, over its features: the last dim.": _norm_mistake(dim=-2),
-        "your output matches computing in float16 itself: x * x overflows float16 (max 65504) for |x| > 256. "
-        "Compute in float32 (x.float()), then cast the result back with .to(x.dtype).": _norm_in_half,
+        N_(
+            "your output matches eps added *outside* the square root, x / (sqrt(mean(x**2)) + eps). Gemma adds it "
+            "inside: x / sqrt(mean(x**2) + eps); the two differ when mean(x**2) is as small as eps."
+        ): _norm_mistake(eps_where="outside"),
+        N_(
+            "your output ignores the eps argument (it uses 1e-6 whatever eps says). Gemma's own code hard-codes "
+            "1e-6, but your function must use the eps it is given."
+        ): _norm_mistake(eps_fixed=True),
+        N_(
+            "your output matches LayerNorm (mean subtracted). RMSNorm does not centre: divide x itself by "
+            "sqrt(mean(x**2) + eps)."
+        ): _norm_mistake(center=True),
+        N_(
+            "your output matches normalizing over the wrong axis (dim 0 or -2: across rows or tokens). Each "
+            "vector is normalized on its own, over its features: the last dim."
+        ): _norm_mistake(dim=-2),
+        N_(
+            "your output matches computing in float16 itself: x * x overflows float16 (max 65504) for |x| > 256. "
+            "Compute in float32 (x.float()), then cast the result back with .to(x.dtype)."
+        ): _norm_in_half,
     },
     reference=reference_gemma_rms_norm,
-    nan_hint="NaN or inf means a division by zero or an overflow: take the mean of the *squares*, add eps inside the "
-    "square root, and compute in float32 (a float16 x*x overflows for |x| > 256).",
+    nan_hint=N_(
+        "NaN or inf means a division by zero or an overflow: take the mean of the *squares*, add eps inside the "
+        "square root, and compute in float32 (a float16 x*x overflows for |x| > 256)."
+    ),
     forbidden=FORBIDDEN,
 )
 
@@ -508,7 +523,7 @@ def _attention_mistake(**switches):
     return lambda x, params, n_head: functional_attention(x, params, n_head, **switches)
 
 
-_ATTENTION_HINT = (
+_ATTENTION_HINT = N_(
     "project (x @ W.T), split into heads (B, n_head, T, d_head), RMS-normalize each head's q and k over d_head and "
     "multiply by (1 + q_norm.weight) / (1 + k_norm.weight), then RoPE, s = q k^T / sqrt(d_head), causal mask, "
     "softmax, weights @ v, merge the heads, o_proj."
@@ -520,35 +535,52 @@ GEMMA_ATTENTION_CHECK = FunctionCheck(
     tolerance=1e-4,
     hint=_ATTENTION_HINT,
     mistakes={
-        "your output matches QK-Norm *after* RoPE. Normalize q and k first, then rotate them. With gains that are "
-        "the same in both channels of every rotated pair (w = 0, as a fresh model has) the two orders give exactly "
-        "the same logits, because RoPE keeps each head's RMS; a trained gain differs from channel to channel, and "
-        "then the order matters. That is why the check draws random gains.": _attention_mistake(order="rope_then_norm"),
-        "your output matches QK-Norm over the full width (all heads' channels at once, OLMo 2's variant). Gemma 3 "
-        "normalizes per head: split into heads first, then take the RMS over each head's d_head channels.": (
-            _attention_mistake(qk="full")
-        ),
-        "your output matches q and k norms that multiply by w instead of (1 + w): Gemma's q_norm and k_norm are "
-        "the same (1 + w) RMSNorm as the block's.": _attention_mistake(gain="w"),
-        "your output matches normalizing q and k over the positions (dim -2) instead of each head's d_head "
-        "channels (dim -1): QK-Norm normalizes every query and key vector on its own.": _attention_mistake(norm_dim=-2),
-        "your output matches attention without the causal mask: position i may only look at positions <= i "
-        "(fill the upper triangle with -inf before the softmax).": _attention_mistake(causal=False),
-        "your output matches attention without the 1/sqrt(d_head) scale: divide q k^T by sqrt(d_head).": (
+        N_(
+            "your output matches QK-Norm *after* RoPE. Normalize q and k first, then rotate them. With gains that are "
+            "the same in both channels of every rotated pair (w = 0, as a fresh model has) the two orders give exactly "
+            "the same logits, because RoPE keeps each head's RMS; a trained gain differs from channel to channel, and "
+            "then the order matters. That is why the check draws random gains."
+        ): _attention_mistake(order="rope_then_norm"),
+        N_(
+            "your output matches QK-Norm over the full width (all heads' channels at once, OLMo 2's variant). Gemma 3 "
+            "normalizes per head: split into heads first, then take the RMS over each head's d_head channels."
+        ): (_attention_mistake(qk="full")),
+        N_(
+            "your output matches q and k norms that multiply by w instead of (1 + w): Gemma's q_norm and k_norm are "
+            "the same (1 + w) RMSNorm as the block's."
+        ): _attention_mistake(gain="w"),
+        N_(
+            "your output matches normalizing q and k over the positions (dim -2) instead of each head's d_head "
+            "channels (dim -1): QK-Norm normalizes every query and key vector on its own."
+        ): _attention_mistake(norm_dim=-2),
+        N_(
+            "your output matches attention without the causal mask: position i may only look at positions <= i "
+            "(fill the upper triangle with -inf before the softmax)."
+        ): _attention_mistake(causal=False),
+        N_("your output matches attention without the 1/sqrt(d_head) scale: divide q k^T by sqrt(d_head)."): (
             _attention_mistake(scale=False)
         ),
-        "your output matches LayerNorm (mean subtracted) on q and k. QK-Norm here is RMSNorm: divide by "
-        "sqrt(mean(q**2) + 1e-6), no centring.": _attention_mistake(center=True),
-        "your output matches eps added outside the square root in the q and k norms: t / sqrt(mean(t**2) + eps), "
-        "which matters when q and k are tiny.": _attention_mistake(eps_where="outside"),
-        "your output matches normalizing k with q_norm's gain: q uses 1 + q_norm.weight, k uses 1 + "
-        "k_norm.weight.": _attention_mistake(k_gain="q"),
-        "your output matches attention without any QK-Norm: RMS-normalize each head's q and k (with their (1 + w) "
-        "gains) before RoPE.": _attention_mistake(qk="none"),
+        N_(
+            "your output matches LayerNorm (mean subtracted) on q and k. QK-Norm here is RMSNorm: divide by "
+            "sqrt(mean(q**2) + 1e-6), no centring."
+        ): _attention_mistake(center=True),
+        N_(
+            "your output matches eps added outside the square root in the q and k norms: t / sqrt(mean(t**2) + eps), "
+            "which matters when q and k are tiny."
+        ): _attention_mistake(eps_where="outside"),
+        N_(
+            "your output matches normalizing k with q_norm's gain: q uses 1 + q_norm.weight, k uses 1 + k_norm.weight."
+        ): _attention_mistake(k_gain="q"),
+        N_(
+            "your output matches attention without any QK-Norm: RMS-normalize each head's q and k (with their (1 + w) "
+            "gains) before RoPE."
+        ): _attention_mistake(qk="none"),
     },
     reference=reference_gemma_attention,
-    nan_hint="NaN or inf: look for a division by zero in the q/k norms (eps inside the square root) or a row of "
-    "the causal mask that is all -inf (the diagonal must stay visible: tril, not triu).",
+    nan_hint=N_(
+        "NaN or inf: look for a division by zero in the q/k norms (eps inside the square root) or a row of "
+        "the causal mask that is all -inf (the diagonal must stay visible: tril, not triu)."
+    ),
     forbidden=FORBIDDEN,
 )
 
@@ -565,7 +597,7 @@ def _block_mistake(**switches):
     return lambda x, params, n_head: functional_block(x, params, n_head, **switches)
 
 
-_SANDWICH = (
+_SANDWICH = N_(
     "x = x + post_attention_layernorm(attention(input_layernorm(x))), then "
     "x = x + post_feedforward_layernorm(mlp(pre_feedforward_layernorm(x)))."
 )
@@ -574,35 +606,62 @@ GEMMA3_BLOCK_CHECK = FunctionCheck(
     name="gemma3_block",
     make_cases=_block_cases,
     tolerance=1e-4,
-    hint="each sub-layer sits in a sandwich of two norms and its output is added to the untouched stream: "
-    + _SANDWICH
-    + " If gemma_attention or gemma_rms_norm failed its check, fix it first.",
-    mistakes={
-        "your output matches the Pre-LN block, without the post-norms: Gemma normalizes each sub-layer's output "
-        "too, before adding it to the stream. " + _SANDWICH: _block_mistake(layout="pre"),
-        "your output matches applying the post-norm to the *sum* (Post-LN), norm(x + F(norm(x))). Gemma's post-norm "
-        "normalizes only the branch, F's output, which is then added to the untouched stream. " + _SANDWICH: (
-            _block_mistake(layout="post_sum")
+    hint=Message(
+        N_(
+            "each sub-layer sits in a sandwich of two norms and its output is added to the untouched stream: "
+            "{sandwich} If gemma_attention or gemma_rms_norm failed its check, fix it first."
         ),
-        "your output matches OLMo 2's reordered norm, x + norm(F(x)), without the input norms. Gemma keeps both: "
-        + _SANDWICH: _block_mistake(layout="reordered"),
-        "your output matches reading post_attention_layernorm as the norm before the MLP, as in Llama's code. In "
-        "Gemma 2 and 3 it normalizes the attention's output, and pre_feedforward_layernorm sits before the MLP. "
-        + _SANDWICH: _block_mistake(llama_names=True),
-        "your output matches block norms that multiply by w instead of (1 + w): all four norms apply the gain "
-        "1 + weight.": _block_mistake(gain="w"),
-        "your output matches eps added outside the square root in the block's norms; with tiny sub-layer outputs "
-        "the post-norms show it. Use x / sqrt(mean(x**2) + eps).": _block_mistake(eps_where="outside"),
-        "your output has no residual connections: add each sandwich's output to x, x = x + ....": _block_mistake(
+        sandwich=_SANDWICH,
+    ),
+    mistakes={
+        Message(
+            N_(
+                "your output matches the Pre-LN block, without the post-norms: Gemma normalizes each sub-layer's "
+                "output too, before adding it to the stream. {sandwich}"
+            ),
+            sandwich=_SANDWICH,
+        ): _block_mistake(layout="pre"),
+        Message(
+            N_(
+                "your output matches applying the post-norm to the *sum* (Post-LN), norm(x + F(norm(x))). Gemma's "
+                "post-norm normalizes only the branch, F's output, which is then added to the untouched stream. "
+                "{sandwich}"
+            ),
+            sandwich=_SANDWICH,
+        ): _block_mistake(layout="post_sum"),
+        Message(
+            N_(
+                "your output matches OLMo 2's reordered norm, x + norm(F(x)), without the input norms. Gemma keeps "
+                "both: {sandwich}"
+            ),
+            sandwich=_SANDWICH,
+        ): _block_mistake(layout="reordered"),
+        Message(
+            N_(
+                "your output matches reading post_attention_layernorm as the norm before the MLP, as in Llama's "
+                "code. In Gemma 2 and 3 it normalizes the attention's output, and pre_feedforward_layernorm sits "
+                "before the MLP. {sandwich}"
+            ),
+            sandwich=_SANDWICH,
+        ): _block_mistake(llama_names=True),
+        N_(
+            "your output matches block norms that multiply by w instead of (1 + w): all four norms apply the gain "
+            "1 + weight."
+        ): _block_mistake(gain="w"),
+        N_(
+            "your output matches eps added outside the square root in the block's norms; with tiny sub-layer outputs "
+            "the post-norms show it. Use x / sqrt(mean(x**2) + eps)."
+        ): _block_mistake(eps_where="outside"),
+        N_("your output has no residual connections: add each sandwich's output to x, x = x + ...."): _block_mistake(
             layout="no_residual"
         ),
-        "your output matches normalizing the residual stream itself (x = norm(x), then x + ...). The input norm "
-        "makes a normalized *copy* for the sub-layer; the stream x that is added to stays as it was.": (
-            _block_mistake(layout="normalized_stream")
-        ),
+        N_(
+            "your output matches normalizing the residual stream itself (x = norm(x), then x + ...). The input norm "
+            "makes a normalized *copy* for the sub-layer; the stream x that is added to stays as it was."
+        ): (_block_mistake(layout="normalized_stream")),
     },
     reference=reference_gemma3_block,
-    nan_hint="NaN or inf: look at the norms (eps inside the square root) and at the causal mask of your attention.",
+    nan_hint=N_("NaN or inf: look at the norms (eps inside the square root) and at the causal mask of your attention."),
     forbidden=FORBIDDEN,
 )
 
@@ -621,31 +680,49 @@ SWEEP_STEPS = 100
 
 SWEEP_QUESTION = MultipleChoice(
     id="ex06.sweep",
-    prompt="Read your sweep's runs at lr 0.3: the verdicts, the final losses and the largest raw attention logits "
-    "(measured before any softcap). Which statement do they support?",
+    prompt=N_(
+        "Read your sweep's runs at lr 0.3: the verdicts, the final losses and the largest raw attention logits "
+        "(measured before any softcap). Which statement do they support?"
+    ),
     choices={
-        "a": "Both Gemmas keep their logits small: the post-norm on each attention output also bounds the logits q·k "
-        "that feed the softmax.",
-        "b": "Only Gemma 3's raw logits stay small, as QK-Norm bounds them; Gemma 2's explode like Llama 3's, yet it "
-        "ends far better.",
-        "c": "All three recipes' logits explode alike; the two Gemmas train only because their (1 + w) gains start at "
-        "0 and so move more slowly.",
-        "d": "Gemma 2's softcap holds its raw logits below 50 and Gemma 3's QK-Norm holds them near √d_head: both stay "
-        "small all the time.",
+        "a": N_(
+            "Both Gemmas keep their logits small: the post-norm on each attention output also bounds the logits q·k "
+            "that feed the softmax."
+        ),
+        "b": N_(
+            "Only Gemma 3's raw logits stay small, as QK-Norm bounds them; Gemma 2's explode like Llama 3's, yet it "
+            "ends far better."
+        ),
+        "c": N_(
+            "All three recipes' logits explode alike; the two Gemmas train only because their (1 + w) gains start at "
+            "0 and so move more slowly."
+        ),
+        "d": N_(
+            "Gemma 2's softcap holds its raw logits below 50 and Gemma 3's QK-Norm holds them near √d_head: both stay "
+            "small all the time."
+        ),
     },
     answer="b",
-    explanation="per-head QK-Norm bounds every logit by sqrt(d_head) * max|1 + w_q| * max|1 + w_k|, so Gemma 3's "
-    "largest logit stays more than 1000 times below Llama 3's. Gemma 2 has no QK-Norm: its raw logits explode as "
-    "Llama 3's do, and still it ends far below Llama 3's loss. Chapter 05 found that a softcap alone did not keep "
-    "the baseline training at lr 0.3, so what protects Gemma 2 lies in the rest of its recipe (sandwich norms, "
-    "softcaps, embedding scale) and this sweep cannot say which part: that takes an ablation, one change at a time.",
+    explanation=N_(
+        "per-head QK-Norm bounds every logit by sqrt(d_head) * max|1 + w_q| * max|1 + w_k|, so Gemma 3's "
+        "largest logit stays more than 1000 times below Llama 3's. Gemma 2 has no QK-Norm: its raw logits explode as "
+        "Llama 3's do, and still it ends far below Llama 3's loss. Chapter 05 found that a softcap alone did not keep "
+        "the baseline training at lr 0.3, so what protects Gemma 2 lies in the rest of its recipe (sandwich norms, "
+        "softcaps, embedding scale) and this sweep cannot say which part: that takes an ablation, one change at a time."
+    ),
     wrong_hints={
-        "a": "look at Gemma 2's column: it has the same post-norms as Gemma 3 and its raw logits explode. A post-norm "
-        "acts on the attention's output, after the softmax; q·k comes from W_q and W_k, which can still grow.",
-        "c": "Gemma 3's largest logit stays orders of magnitude below the other two. And under Adam without weight "
-        "decay a (1 + w) gain trains exactly like a plain one: the gradient with respect to w is the same.",
-        "d": "the column shows the raw logits, before the softcap: Gemma 2's pass 10,000, as the softcap changes only "
-        "what the softmax sees. And QK-Norm's bound is sqrt(d_head) times the learned gains, which training grows.",
+        "a": N_(
+            "look at Gemma 2's column: it has the same post-norms as Gemma 3 and its raw logits explode. A post-norm "
+            "acts on the attention's output, after the softmax; q·k comes from W_q and W_k, which can still grow."
+        ),
+        "c": N_(
+            "Gemma 3's largest logit stays orders of magnitude below the other two. And under Adam without weight "
+            "decay a (1 + w) gain trains exactly like a plain one: the gradient with respect to w is the same."
+        ),
+        "d": N_(
+            "the column shows the raw logits, before the softcap: Gemma 2's pass 10,000, as the softcap changes only "
+            "what the softmax sees. And QK-Norm's bound is sqrt(d_head) times the learned gains, which training grows."
+        ),
     },
 )
 
@@ -657,16 +734,18 @@ def sweep_facts(sweep) -> dict:
     top = max(SWEEP_LRS)
     llama, gemma2, gemma3 = (sweep.get(name, top) for name in SWEEP_RECIPES)
     facts = {
-        "Llama 3 fails (degraded or diverged)": not llama.survived,
-        "Llama 3's largest raw logit is more than 1000x Gemma 3's": llama.max_attn_logit > 1000 * gemma3.max_attn_logit,
-        "Gemma 2's largest raw logit passed 10,000": gemma2.max_attn_logit > 1e4,
-        "Gemma 2's largest raw logit is more than 100x Gemma 3's": gemma2.max_attn_logit > 100 * gemma3.max_attn_logit,
-        "Gemma 2 ends more than 0.5 nats below Llama 3": gemma2.final_loss < llama.final_loss - 0.5,
-        "Gemma 3 ends more than 0.5 nats below Llama 3": gemma3.final_loss < llama.final_loss - 0.5,
+        N_("Llama 3 fails (degraded or diverged)"): not llama.survived,
+        N_("Llama 3's largest raw logit is more than 1000x Gemma 3's"): llama.max_attn_logit
+        > 1000 * gemma3.max_attn_logit,
+        N_("Gemma 2's largest raw logit passed 10,000"): gemma2.max_attn_logit > 1e4,
+        N_("Gemma 2's largest raw logit is more than 100x Gemma 3's"): gemma2.max_attn_logit
+        > 100 * gemma3.max_attn_logit,
+        N_("Gemma 2 ends more than 0.5 nats below Llama 3"): gemma2.final_loss < llama.final_loss - 0.5,
+        N_("Gemma 3 ends more than 0.5 nats below Llama 3"): gemma3.final_loss < llama.final_loss - 0.5,
     }
-    print(f"at lr {top:g}:")
+    print(_("at lr {lr:g}:").format(lr=top))
     for fact, holds in facts.items():
-        print(f"  {fact}: {holds}")
+        print(f"  {_(fact)}: {holds}")
     return facts
 
 

@@ -42,6 +42,7 @@ import textwrap
 import types
 from dataclasses import dataclass
 
+from ..i18n import N_
 from ..tracing import CallTrace, runtime_key
 
 __all__ = [
@@ -142,7 +143,7 @@ ATTENTION = (  # attention computed for you
     "course_utils.attention.CausalSelfAttention",
 )
 
-DEFAULT_HINT = (
+DEFAULT_HINT = N_(
     "write the computation yourself, as the task describes: the course's reference is what your output is "
     "compared with."
 )

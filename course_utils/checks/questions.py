@@ -7,6 +7,11 @@ grader can call it in the learner's kernel), or with the letter itself, and the 
     ❌ ex01.variance: not quite. They differ by the factor n/(n-1): compute both for [4, 6, 2, 8] ...
 
 The chapters' end-of-chapter questions (course_utils.quiz) are MultipleChoice objects too.
+
+A question's texts are English, marked with `N_` where an exercise defines them; `prompt_text()`,
+`choice_texts()`, `explanation_text()` and `grade()` give them in the current language (course_utils.i18n),
+and the verdict is translated where it is printed. A chapter's question written in a notebook (in either
+language) is not in the catalog and is shown as written.
 """
 
 from __future__ import annotations
@@ -14,7 +19,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .core import CaseResult, CheckReport, describe_exception
+from ..i18n import N_, _
+from .core import CaseResult, CheckReport, Message, describe_exception, shown
 
 __all__ = ["MultipleChoice"]
 
@@ -30,21 +36,46 @@ class MultipleChoice:
     explanation: str
     wrong_hints: dict = field(default_factory=dict)
 
+    def prompt_text(self) -> str:
+        """The question, in the current language."""
+        return shown(self.prompt)
+
+    def choice_texts(self) -> dict:
+        """{letter: option}, in the current language."""
+        return {letter: shown(text) for letter, text in self.choices.items()}
+
+    def explanation_text(self) -> str:
+        """Why the key is right, in the current language."""
+        return shown(self.explanation)
+
     def grade(self, given) -> tuple[bool, str]:
-        """(right?, why): the explanation for the key, the wrong answer's hint otherwise."""
+        """(right?, why) in the current language: the explanation for the key, the wrong answer's hint otherwise."""
+        ok, why = self.verdict(given)
+        return ok, shown(why)
+
+    def verdict(self, given) -> tuple:
+        """(right?, why) with `why` in English (the catalog's msgid, translated where it is shown)."""
         letter = _letter(given)
         if letter not in self.choices:
-            return False, f"answer with one of {', '.join(repr(c) for c in self.choices)}, got {_shown(given)}"
+            return False, Message(
+                N_("answer with one of {letters}, got {given}"),
+                letters=", ".join(repr(c) for c in self.choices),
+                given=_shown(given),
+            )
         if letter == self.answer:
             return True, self.explanation
-        return False, self.wrong_hints.get(letter, "reread the question and the chapter's section on it.")
+        return False, self.wrong_hints.get(letter, N_("reread the question and the chapter's section on it."))
 
     def judge_answer(self, given) -> CheckReport:
         """The verdict on an answer already in hand: the notebook's check and the grader both judge here."""
-        ok, why = self.grade(given)
+        ok, why = self.verdict(given)
         case = CaseResult(self.id, ok, 0.0 if ok else math.inf, 0.0, "" if ok else why)
         return CheckReport(
-            self.id, "passed" if ok else "failed", [case], hint=why, message=f"correct: {why}" if ok else ""
+            self.id,
+            "passed" if ok else "failed",
+            [case],
+            hint=why,
+            message=Message(N_("correct: {why}"), why=why) if ok else "",
         )
 
     def evaluate(self, answer) -> CheckReport:
@@ -57,8 +88,8 @@ class MultipleChoice:
             return CheckReport(
                 self.id,
                 "error",
-                message=f"raised {describe_exception(exc)}",
-                hint='return the letter of your answer, for example return "b".',
+                message=Message(N_("raised {exception}"), exception=describe_exception(exc)),
+                hint=N_('return the letter of your answer, for example return "b".'),
             )
         return self.judge_answer(given)
 
@@ -66,9 +97,9 @@ class MultipleChoice:
         """Check `answer` and print the verdict in one line."""
         report = self.evaluate(answer)
         if report.status == "passed":
-            print(f"✅ {self.id}: correct. {_capital(report.hint)}")
+            print(_("✅ {id}: correct. {why}").format(id=self.id, why=_sentence(report.hint)))
         elif report.status == "failed":
-            print(f"❌ {self.id}: not quite. {_capital(report.hint)}")
+            print(_("❌ {id}: not quite. {why}").format(id=self.id, why=_sentence(report.hint)))
         else:
             print(report.text())
         return report
@@ -93,3 +124,10 @@ def _shown(given) -> str:
 
 def _capital(s: str) -> str:
     return s[:1].upper() + s[1:]
+
+
+def _sentence(why) -> str:
+    """The reason as a sentence after "correct." / "not quite.": capitalized when it is shown in English (its msgid
+    starts in lower case), as translated otherwise (a translation is written as it must be shown)."""
+    text = shown(why)
+    return _capital(text) if text == str(why) else text

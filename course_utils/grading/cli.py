@@ -2,7 +2,7 @@
 
     python -m course_utils.grade SUBMISSIONS... [--out grades.csv] [--feedback DIR] [--jobs N]
                                  [--timeout SECONDS] [--cell-timeout SECONDS] [--seed N]
-                                 [--exercise ID] [--force]
+                                 [--exercise ID] [--force] [--lang {en,ja}]
 
 SUBMISSIONS are notebook files or folders (searched recursively for *.ipynb; hidden folders such as
 .ipynb_checkpoints are skipped). The learner id is the first folder below a folder you name
@@ -21,6 +21,10 @@ reason), one Markdown feedback file per learner, a file collecting the free-text
 summary on the terminal. The state file next to the CSV (grades.state.jsonl) makes a run resumable:
 unchanged, already graded submissions are skipped unless --force, and it keeps the run's seed, so a
 re-run gives identical grades.
+
+Language: --lang ja writes the feedback files, the verdicts and reasons in the CSV and the summary in Japanese
+(course_utils/i18n.py; the default is English), and starts the notebooks' kernels with COURSE_LANG=ja. The
+notebooks themselves may be from either edition: the grader calls the same functions.
 
 Exit status: 0 when every submission got a row (whatever its status); 3 when the grader itself failed on
 at least one (status grader-error: no grade, not kept in the state file, the tracebacks in
@@ -49,6 +53,8 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from multiprocessing import get_context
 from pathlib import Path
 
+from .. import i18n
+from ..i18n import _
 from .run import GRADER_ERROR, GRADER_VERSION, STATUSES, file_sha256, grade_submission, mark_grader_error, worker_init
 
 __all__ = ["main", "discover", "Submission"]
@@ -237,29 +243,35 @@ def _safe_name(learner: str) -> str:
 
 
 def feedback_markdown(learner: str, results: list[dict]) -> str:
-    lines = [f"# Feedback for {learner}", ""]
+    """One learner's feedback file, in the current language (course_utils.i18n; the grader's --lang)."""
+    lines = [_("# Feedback for {learner}").format(learner=learner), ""]
     for r in results:
-        title = r["exercise"] or "unknown exercise"
+        title = r["exercise"] or _("unknown exercise")
+        submission = _("- Submission: `{path}`").format(path=r["path"])
         if r["status"] == GRADER_ERROR:
             lines += [
-                f"## {title}: not graded yet",
+                _("## {title}: not graded yet").format(title=title),
                 "",
-                f"- Submission: `{r['path']}`",
-                "- Status: **not graded yet**. The grader could not finish grading this submission because of a "
-                "problem in the grader itself, not in your notebook. Your instructor has been told and will grade "
-                "it again once the problem is fixed; nothing has been recorded against you.",
+                submission,
+                _(
+                    "- Status: **not graded yet**. The grader could not finish grading this submission because of a "
+                    "problem in the grader itself, not in your notebook. Your instructor has been told and will "
+                    "grade it again once the problem is fixed; nothing has been recorded against you."
+                ),
                 "",
             ]
             continue
         lines += [
-            f"## {title}: {_points(r['total'])} / {_points(r['max'])} points",
+            _("## {title}: {total} / {max} points").format(
+                title=title, total=_points(r["total"]), max=_points(r["max"])
+            ),
             "",
-            f"- Submission: `{r['path']}`",
-            f"- Status: **{r['status']}**: {r['reason']}",
+            submission,
+            _("- Status: **{status}**: {reason}").format(status=r["status"], reason=r["reason"]),
             "",
         ]
         if r["items"]:
-            lines += ["| check | points | verdict |", "|---|---|---|"]
+            lines += [_("| check | points | verdict |"), "|---|---|---|"]
             for item in r["items"]:
                 verdict = item["text"].splitlines()[0] if item["text"] else item["status"]
                 lines.append(
@@ -271,10 +283,10 @@ def feedback_markdown(learner: str, results: list[dict]) -> str:
                 if item["earned"] < item["points"] and item["text"]:
                     lines += [f"### {item['column']}", "", "```text", item["text"], "```", ""]
         if r["cell_errors"]:
-            lines += ["### Cells that raised an error when the grader ran the notebook", ""]
+            lines += [_("### Cells that raised an error when the grader ran the notebook"), ""]
             lines += [f"- {e}" for e in r["cell_errors"]] + [""]
         if r["free_text"]:
-            lines += ["### Your written answers (read by your instructor)", ""]
+            lines += [_("### Your written answers (read by your instructor)"), ""]
             for answer in r["free_text"]:
                 lines += (
                     [f"**{answer['prompt']}**", ""] + [f"> {line}" for line in answer["answer"].splitlines()] + [""]
@@ -306,7 +318,7 @@ def write_feedback(results: list[dict], folder: Path) -> list[dict]:
                 (folder / f"{name}.md").write_text(feedback_markdown(learner, rows), encoding="utf-8")
             except Exception:
                 pass
-    lines = ["# Free-text answers, by question", ""]
+    lines = [_("# Free-text answers, by question"), ""]
     questions: dict[tuple, list] = {}
     for r in results:
         for answer in r["free_text"]:
@@ -320,10 +332,12 @@ def write_feedback(results: list[dict], folder: Path) -> list[dict]:
 
 
 def summary(results: list[dict], seconds: float, skipped: int) -> str:
-    width = min(max([7] + [len(r["learner"]) for r in results]), 24)
-    ex_width = min(max([8] + [len(r["exercise"]) for r in results]), 20)
+    head = {"learner": _("learner"), "exercise": _("exercise"), "points": _("points"), "status": _("status")}
+    width = min(max([7, len(head["learner"])] + [len(r["learner"]) for r in results]), 24)
+    ex_width = min(max([8, len(head["exercise"])] + [len(r["exercise"]) for r in results]), 20)
     lines = [
-        f"{'learner':<{width}}  {'exercise':<{ex_width}}  {'points':>9}  {'status':<16}  reason",
+        f"{head['learner']:<{width}}  {head['exercise']:<{ex_width}}  {head['points']:>9}  {head['status']:<16}  "
+        + _("reason"),
         f"{'-' * width}  {'-' * ex_width}  {'-' * 9}  {'-' * 16}  {'-' * 30}",
     ]
     for r in results:
@@ -337,9 +351,12 @@ def summary(results: list[dict], seconds: float, skipped: int) -> str:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
     lines.append("")
     lines.append(
-        f"{len(results)} submissions: "
-        + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
-        + f" ({skipped} unchanged, reused from the state file) in {seconds:.0f} s"
+        _("{n} submissions: {counts} ({skipped} unchanged, reused from the state file) in {seconds:.0f} s").format(
+            n=len(results),
+            counts=", ".join(f"{n} {s}" for s, n in sorted(counts.items())),
+            skipped=skipped,
+            seconds=seconds,
+        )
     )
     return "\n".join(lines)
 
@@ -369,11 +386,23 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--exercise", default=None, help="grade only this exercise id; others get wrong-exercise")
     p.add_argument("--force", action="store_true", help="grade again even unchanged, already graded submissions")
+    p.add_argument(
+        "--lang",
+        choices=i18n.LANGUAGES,
+        default="en",
+        help="language of the feedback files, the verdicts and reasons and the summary; the kernels get "
+        "COURSE_LANG set to it (default en)",
+    )
     return p
 
 
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
+    with i18n.using(args.lang):
+        return _main(args, argv)
+
+
+def _main(args, argv) -> int:
     if args.seed == 0:
         print("error: seed 0 is the one learners see in their notebooks; choose another", file=sys.stderr)
         return 2
@@ -398,6 +427,7 @@ def main(argv=None) -> int:
         "cell_timeout": args.cell_timeout,
         "exercise": args.exercise,
         "grader": GRADER_VERSION,
+        "lang": args.lang,  # the verdicts' language: a stored grade in another language is graded again
     }
     start = time.perf_counter()
     results, todo, skipped = {}, [], 0
@@ -428,6 +458,7 @@ def main(argv=None) -> int:
                     "cell_timeout": args.cell_timeout,
                     "known_exercises": known_exercises(),
                     "solutions": str(SOLUTIONS),
+                    "lang": args.lang,
                 }
             )
     interrupted = _grade_all(todo, max(1, args.jobs), state, results)
@@ -439,11 +470,13 @@ def main(argv=None) -> int:
             state.forget(r["path"])
         write_csv(rows, out)
     print(summary(rows, time.perf_counter() - start, skipped))
-    print(f"seed {seed}; gradebook {out}; feedback in {feedback}/")
+    print(_("seed {seed}; gradebook {out}; feedback in {feedback}/").format(seed=seed, out=out, feedback=feedback))
     failed = report_grader_errors(rows, out.with_name(out.stem + ".grader-errors.log"), argv, seed)
     if interrupted:
         print(
-            f"interrupted: {len(todo) - interrupted} of {len(todo)} graded; run the same command again to resume",
+            _("interrupted: {done} of {total} graded; run the same command again to resume").format(
+                done=len(todo) - interrupted, total=len(todo)
+            ),
             file=sys.stderr,
         )
         return 130
@@ -538,7 +571,7 @@ def _folder_row(sub: Submission, seed: int, config: dict) -> dict:
         "learner": sub.learner,
         "exercise": "",
         "status": "invalid-notebook",
-        "reason": "the learner's folder holds no .ipynb notebook",
+        "reason": _("the learner's folder holds no .ipynb notebook"),
         "sha256": "",
         "items": [],
         "total": 0.0,
@@ -574,7 +607,9 @@ def _grade_all(todo: list, jobs: int, state: State, results: dict) -> int:
                     "learner": task["learner"],
                     "exercise": "",
                     "status": GRADER_ERROR,
-                    "reason": f"not graded: the grading process failed ({type(exc).__name__}: {str(exc)[:160]})",
+                    "reason": _("not graded: the grading process failed ({error})").format(
+                        error=f"{type(exc).__name__}: {str(exc)[:160]}"
+                    ),
                     "traceback": "".join(traceback.format_exception(exc))[-20_000:],
                     "sha256": task["sha256"],
                     "items": [],

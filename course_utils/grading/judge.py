@@ -13,6 +13,8 @@ from __future__ import annotations
 import difflib
 import math
 
+from ..checks.core import shown
+from ..i18n import _
 from .kernel import FormatError, Unsupported, decode
 
 __all__ = ["judge"]
@@ -46,40 +48,51 @@ def _verdict(kind: str, graded, check, answer: dict, seed: int):
             else []
         )
         close = difflib.get_close_matches(graded.function, defined, n=2, cutoff=0.5)
-        also = f" (the notebook defines {', '.join(f'`{c}`' for c in close)}: was it renamed?)" if close else ""
+        names = ", ".join(f"`{c}`" for c in close)
+        also = _(" (the notebook defines {names}: was it renamed?)").format(names=names) if close else ""
         return CheckReport(
             name,
             "error",
-            message=f"`{graded.function}` is not defined in the notebook{also}",
-            hint=f"keep the function's name `{graded.function}` and its arguments as the exercise gives them.",
+            message=_("`{function}` is not defined in the notebook{also}").format(function=graded.function, also=also),
+            hint=_("keep the function's name `{function}` and its arguments as the exercise gives them.").format(
+                function=graded.function
+            ),
         )
     if status == "not-callable":
         return CheckReport(
             name,
             "error",
-            message=f"`{graded.function}` is a {str(answer.get('type'))[:60]}, not a function",
-            hint=f"define `{graded.function}` with `def`, as the exercise does.",
+            message=_("`{function}` is a {type}, not a function").format(
+                function=graded.function, type=str(answer.get("type"))[:60]
+            ),
+            hint=_("define `{function}` with `def`, as the exercise does.").format(function=graded.function),
         )
     if status == "not-implemented":
         return CheckReport(name, "not-implemented")
     if status == "raised":
         cases = check.cases(seed) if kind == "function" else []
         call = answer.get("call")
-        on = f" (on case: {cases[call].name})" if isinstance(call, int) and 0 <= call < len(cases) else ""
+        on = (
+            _(" (on case: {case})").format(case=shown(cases[call].name))
+            if isinstance(call, int) and 0 <= call < len(cases)
+            else ""
+        )
         return CheckReport(
             name,
             "error",
-            hint=hint or "the function must return the answer without raising.",
-            message=f"raised {str(answer.get('type'))[:60]}: {str(answer.get('message'))[:300]}{on}",
+            hint=hint or _("the function must return the answer without raising."),
+            message=_("raised {type}: {message}{on}").format(
+                type=str(answer.get("type"))[:60], message=str(answer.get("message"))[:300], on=on
+            ),
         )
     results = answer.get("results") if status == "ok" else None
     if not isinstance(results, list):
-        message = str(answer.get("message") or "the grader got no answer from the notebook's kernel")
+        message = str(answer.get("message") or _("the grader got no answer from the notebook's kernel"))
         return CheckReport(
             name,
             "error",
-            message=f"could not be called: {message[:300]}",
-            hint="keep the function at the top level of a cell, and do not redefine Python's builtins.",
+            message=_("could not be called: {message}").format(message=message[:300]),
+            hint=_("keep the function at the top level of a cell, and do not redefine Python's builtins."),
         )
     if kind == "choice":
         given = _decoded(results[0].get("output") if results and isinstance(results[0], dict) else None)
@@ -88,7 +101,7 @@ def _verdict(kind: str, graded, check, answer: dict, seed: int):
         return check.judge_answer(given)
     cases = check.cases(seed)
     if len(results) != len(cases):
-        return CheckReport(name, "error", message="the kernel answered for the wrong number of cases", hint=hint)
+        return CheckReport(name, "error", message=_("the kernel answered for the wrong number of cases"), hint=hint)
     verdicts = [_judge_case(check, case, result) for case, result in zip(cases, results)]
     return check.report(verdicts)
 
@@ -121,7 +134,7 @@ def _judge_case(check, case, result):
     tol = check.tolerance_for(case)
     output = _decoded(result.get("output")) if isinstance(result, dict) else _UNREADABLE
     if output is _UNREADABLE:
-        return CaseResult(case.name, False, math.inf, tol, "the output could not be read as plain data")
+        return CaseResult(case.name, False, math.inf, tol, _("the output could not be read as plain data"))
     odd = _unsupported_inside(output)
     if odd is not None:
         return CaseResult(
@@ -129,7 +142,7 @@ def _judge_case(check, case, result):
             False,
             math.inf,
             tol,
-            f"returned {odd.type_name}, not a tensor or plain numbers: return the tensor itself",
+            _("returned {type}, not a tensor or plain numbers: return the tensor itself").format(type=odd.type_name),
         )
     after = result.get("args_after")
     after = tuple(_decoded(a) for a in after) if isinstance(after, list) else ()

@@ -41,6 +41,8 @@ import time
 import traceback
 from pathlib import Path
 
+from .. import i18n
+from ..i18n import N_, _
 from .judge import judge
 from .kernel import encode, kernel_source
 
@@ -104,25 +106,33 @@ def parse_notebook(raw: bytes):
     import nbformat
 
     if not raw.strip():
-        raise InvalidNotebook("the file is empty")
+        raise InvalidNotebook(_("the file is empty"))
     if len(raw) > MAX_NOTEBOOK_BYTES:
         raise InvalidNotebook(
-            f"the file is {len(raw) / 2**20:.0f} MB (the grader reads at most {MAX_NOTEBOOK_BYTES // 2**20} MB)"
+            _("the file is {size:.0f} MB (the grader reads at most {limit} MB)").format(
+                size=len(raw) / 2**20, limit=MAX_NOTEBOOK_BYTES // 2**20
+            )
         )
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         kind = _sniff(raw)
-        raise InvalidNotebook(f"not a notebook: a binary file{kind}") from None
+        raise InvalidNotebook(_("not a notebook: a binary file{kind}").format(kind=_(kind) if kind else "")) from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InvalidNotebook(f"not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
+        raise InvalidNotebook(
+            _("not valid JSON ({error} at line {line}, column {column})").format(
+                error=exc.msg, line=exc.lineno, column=exc.colno
+            )
+        ) from None
     if not isinstance(data, dict) or "cells" not in data and "worksheets" not in data:
-        raise InvalidNotebook("JSON, but not a Jupyter notebook (no cells)")
+        raise InvalidNotebook(_("JSON, but not a Jupyter notebook (no cells)"))
     major = data.get("nbformat")
     if major not in (3, 4):
-        raise InvalidNotebook(f"nbformat {major!r} is not supported (Jupyter notebooks are nbformat 4)")
+        raise InvalidNotebook(
+            _("nbformat {major} is not supported (Jupyter notebooks are nbformat 4)").format(major=repr(major))
+        )
     try:
         nb = nbformat.reads(text, as_version=4, capture_validation_error={})
         for cell in nb.cells:
@@ -131,19 +141,21 @@ def parse_notebook(raw: bytes):
         nbformat.validate(nb)
     except Exception as exc:  # nbformat's errors are long: keep the first line
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise InvalidNotebook(f"not a valid nbformat 4 notebook: {first[:160]}") from None
+        raise InvalidNotebook(_("not a valid nbformat 4 notebook: {error}").format(error=first[:160])) from None
     code = sum(1 for c in nb.cells if c.cell_type == "code" and c.source.strip())
     if code > MAX_CODE_CELLS:
-        raise InvalidNotebook(f"{code} code cells: the grader runs notebooks of at most {MAX_CODE_CELLS}")
+        raise InvalidNotebook(
+            _("{code} code cells: the grader runs notebooks of at most {limit}").format(code=code, limit=MAX_CODE_CELLS)
+        )
     return nb
 
 
 def _sniff(raw: bytes) -> str:
-    signatures = {
-        b"%PDF": " (a PDF)",
-        b"PK\x03\x04": " (a zip archive, e.g. .docx)",
-        b"\x89PNG": " (a PNG image)",
-        b"\xff\xd8\xff": " (a JPEG image)",
+    signatures = {  # translated where they are shown (parse_notebook)
+        b"%PDF": N_(" (a PDF)"),
+        b"PK\x03\x04": N_(" (a zip archive, e.g. .docx)"),
+        b"\x89PNG": N_(" (a PNG image)"),
+        b"\xff\xd8\xff": N_(" (a JPEG image)"),
     }
     return next((name for sig, name in signatures.items() if raw.startswith(sig)), "")
 
@@ -202,7 +214,7 @@ def free_text_answers(nb, exercise: str, solutions: Path) -> list[dict]:
         if cell.cell_type != "markdown" or "YOUR ANSWER HERE" not in cell.source:
             continue
         prompt = template[index - 1].source.strip() if index else ""
-        title = next((line.lstrip("# ").strip() for line in prompt.splitlines() if line.strip()), "free-text answer")
+        title = next((line.lstrip("# ").strip() for line in prompt.splitlines() if line.strip()), _("free-text answer"))
         at = next((i for i, c in enumerate(learner) if c.source.strip() == prompt), None)
         written = []
         if at is not None:
@@ -214,8 +226,9 @@ def free_text_answers(nb, exercise: str, solutions: Path) -> list[dict]:
         text = "\n\n".join(w for w in written if w and w != "YOUR ANSWER HERE").strip()
         if at is None:  # the learner edited the question's cell: show what they added to the notebook
             added = [c.source.strip() for c in learner if c.cell_type == "markdown" and c.source.strip() not in known]
-            text = "(the question's cell was edited; Markdown the learner added or changed:)\n\n" + "\n\n".join(added)
-        answers.append({"prompt": title, "answer": text[:5000] or "(no answer)"})
+            text = _("(the question's cell was edited; Markdown the learner added or changed:)") + "\n\n"
+            text += "\n\n".join(added)
+        answers.append({"prompt": title, "answer": text[:5000] or _("(no answer)")})
     return answers
 
 
@@ -272,10 +285,13 @@ def _grader_cell(source: str):
     return cell
 
 
-def _kernel_env() -> dict:
+def _kernel_env(lang: str = "en") -> dict:
+    """The kernel's environment: CPU only, deterministic, and the grader's language (COURSE_LANG, course_utils/i18n.py),
+    so that what the notebook prints is in the language of the feedback."""
     env = dict(os.environ)
     env.update(
         {
+            "COURSE_LANG": lang,
             "COURSE_DEVICE": "cpu",
             "PYTHONHASHSEED": "0",
             "OMP_NUM_THREADS": "1",
@@ -324,20 +340,20 @@ async def _run_in_kernel(nb, workdir: Path, iodir: Path, items: list, seed: int,
     )
     client.grader_notes = {}
     answers, stop, running = {}, None, {"item": None}
-    current = "the kernel's start"
+    current = _("the kernel's start")
 
     def describe_timeout(index):
         if state["deadline"] is not None and time.monotonic() >= state["deadline"] - 0.5 and index is not None:
-            return f"the notebook did not finish within {limits['timeout']} s"
+            return _("the notebook did not finish within {seconds} s").format(seconds=limits["timeout"])
         if index is None:
             return current_call["text"]
-        return f"cell {index} did not finish within {limits['cell_timeout']} s"
+        return _("cell {index} did not finish within {seconds} s").format(index=index, seconds=limits["cell_timeout"])
 
-    current_call = {"text": f"the kernel did not start within {STARTUP_TIMEOUT} s"}
+    current_call = {"text": _("the kernel did not start within {seconds} s").format(seconds=STARTUP_TIMEOUT)}
     kernel = None
     try:
         async with client.async_setup_kernel(
-            cwd=str(workdir), env=_kernel_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            cwd=str(workdir), env=_kernel_env(i18n.language()), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         ):
             kernel = client.km
             _KERNELS.add(kernel)
@@ -347,11 +363,13 @@ async def _run_in_kernel(nb, workdir: Path, iodir: Path, items: list, seed: int,
                 state["started"] = True
                 state["deadline"] = time.monotonic() + limits["timeout"]
                 for index in range(first_learner_cell, len(nb.cells)):
-                    current = f"cell {index - first_learner_cell}"
+                    current = _("cell {index}").format(index=index - first_learner_cell)
                     await client.async_execute_cell(nb.cells[index], index)
                 index = None
-                current = "the grader's set-up"
-                current_call["text"] = f"the grader's set-up did not finish within {limits['cell_timeout']} s"
+                current = _("the grader's set-up")
+                current_call["text"] = _("the grader's set-up did not finish within {seconds} s").format(
+                    seconds=limits["cell_timeout"]
+                )
                 with _GraderStep("preparing the grader's set-up cell"):
                     setup = (
                         f"_course_grader = {{'__name__': 'course_grader_kernel'}}\n"
@@ -371,9 +389,9 @@ async def _run_in_kernel(nb, workdir: Path, iodir: Path, items: list, seed: int,
                         nb.cells.append(_grader_cell(source))
                     current = f"`{graded.function}`"
                     running["item"] = number
-                    current_call["text"] = (
-                        f"`{graded.function}` did not return within {limits['cell_timeout']} s on the grader's inputs"
-                    )
+                    current_call["text"] = _(
+                        "`{function}` did not return within {seconds} s on the grader's inputs"
+                    ).format(function=graded.function, seconds=limits["cell_timeout"])
                     await client.async_execute_cell(nb.cells[-1], len(nb.cells) - 1)
                     with _GraderStep(f"reading the kernel's answer for check {graded.check!r}"):
                         answers[number] = _read_answer(answer_path, client.grader_notes.get(len(nb.cells) - 1))
@@ -388,7 +406,9 @@ async def _run_in_kernel(nb, workdir: Path, iodir: Path, items: list, seed: int,
                     raise _not_started(exc) from exc
                 stop = _Stop(
                     "kernel-died",
-                    f"the kernel died while running {current} (os._exit, a crash such as a segfault, or memory)",
+                    _("the kernel died while running {what} (os._exit, a crash such as a segfault, or memory)").format(
+                        what=current
+                    ),
                 )
     except GraderError:
         raise  # the grader's own failure: never passed off as the kernel's
@@ -398,7 +418,9 @@ async def _run_in_kernel(nb, workdir: Path, iodir: Path, items: list, seed: int,
         if stop is None:
             stop = _Stop(
                 "kernel-died",
-                f"the kernel stopped answering properly during {current} ({type(exc).__name__}: {str(exc)[:100]})",
+                _("the kernel stopped answering properly during {what} ({error})").format(
+                    what=current, error=f"{type(exc).__name__}: {str(exc)[:100]}"
+                ),
             )
     finally:
         _KERNELS.discard(kernel)
@@ -454,14 +476,14 @@ def _read_answer(path: Path, notes) -> dict:
     written or replaced it), so whatever is wrong with it is a "no-answer", never the grader's error."""
     error = notes["error"] if notes else None
     if not path.exists():
-        return {"status": "no-answer", "message": error or "the kernel wrote no answer"}
+        return {"status": "no-answer", "message": error or _("the kernel wrote no answer")}
     try:
         if path.stat().st_size > MAX_ANSWER_BYTES:
-            return {"status": "no-answer", "message": "the answer was too large to read"}
+            return {"status": "no-answer", "message": _("the answer was too large to read")}
         answer = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError, UnicodeDecodeError, RecursionError):
-        return {"status": "no-answer", "message": "the answer could not be read"}
-    return answer if isinstance(answer, dict) else {"status": "no-answer", "message": "the answer could not be read"}
+        return {"status": "no-answer", "message": _("the answer could not be read")}
+    return answer if isinstance(answer, dict) else {"status": "no-answer", "message": _("the answer could not be read")}
 
 
 # The kernels this process runs, so that a worker told to stop (SIGTERM) kills them before it exits.
@@ -536,10 +558,11 @@ def grade_submission(task: dict) -> dict:
         "seed": task["seed"],
         "config": task["config"],
     }
-    try:
-        _grade_into(result, path, task)
-    except Exception as exc:  # the grader's own failure: a row that blames no one, and the traceback
-        mark_grader_error(result, exc)
+    with i18n.using(task.get("lang")):  # the verdicts, reasons and the kernel in the grader's --lang
+        try:
+            _grade_into(result, path, task)
+        except Exception as exc:  # the grader's own failure: a row that blames no one, and the traceback
+            mark_grader_error(result, exc)
     result["seconds"] = round(time.perf_counter() - start, 2)
     return result
 
@@ -550,7 +573,9 @@ def mark_grader_error(result: dict, exc: BaseException, step: str = "grading it"
         step, exc = exc.step, exc.cause
     result.update(
         status=GRADER_ERROR,
-        reason=f"not graded: the grader failed while {step} ({type(exc).__name__}: {str(exc)[:160]})",
+        reason=_("not graded: the grader failed while {step} ({error})").format(
+            step=step, error=f"{type(exc).__name__}: {str(exc)[:160]}"
+        ),
         total=0.0,
         traceback="".join(traceback.format_exception(exc))[-20_000:],
     )
@@ -562,7 +587,7 @@ def _grade_into(result: dict, path: Path, task: dict) -> None:
     try:
         raw = path.read_bytes()
     except OSError as exc:
-        result.update(status="invalid-notebook", reason=f"cannot read the file: {exc.strerror}")
+        result.update(status="invalid-notebook", reason=_("cannot read the file: {error}").format(error=exc.strerror))
         return
     result["sha256"] = hashlib.sha256(raw).hexdigest()
     try:
@@ -575,23 +600,31 @@ def _grade_into(result: dict, path: Path, task: dict) -> None:
     if exercise is None:
         result.update(
             status="wrong-exercise",
-            reason="cannot tell which exercise this is (no course metadata, and the file name names none)",
+            reason=_("cannot tell which exercise this is (no course metadata, and the file name names none)"),
         )
         return
     if not EXERCISE_ID.fullmatch(exercise):
         result.update(
             status="wrong-exercise",
-            reason=f"the notebook's metadata names no exercise of this course ({exercise[:40]!r})",
+            reason=_("the notebook's metadata names no exercise of this course ({name})").format(
+                name=repr(exercise[:40])
+            ),
         )
         return
     result["exercise"] = exercise
     wanted = task.get("exercise")
     if wanted and exercise != wanted:
-        result.update(status="wrong-exercise", reason=f"this is {exercise}; this run grades {wanted}")
+        result.update(
+            status="wrong-exercise",
+            reason=_("this is {exercise}; this run grades {wanted}").format(exercise=exercise, wanted=wanted),
+        )
         return
     items = load_registry(exercise)
     if items is None:
-        result.update(status="wrong-exercise", reason=f"no graded checks are registered for {exercise!r}")
+        result.update(
+            status="wrong-exercise",
+            reason=_("no graded checks are registered for {exercise}").format(exercise=repr(exercise)),
+        )
         return
     result["max"] = float(sum(graded.points for _, graded, _ in items))
     result["items"] = [
@@ -625,11 +658,12 @@ def _grade_into(result: dict, path: Path, task: dict) -> None:
         entry = result["items"][number]
         answer = run["answers"].get(number)
         if answer is None:
-            why = run["stop"].reason if run["stop"] else "not reached"
+            why = run["stop"].reason if run["stop"] else _("not reached")
             if number == run["running"]:
-                entry.update(status="error", text=f"❌ {entry['column']}: {why}.")
+                entry.update(status="error", text=_("❌ {column}: {why}.").format(column=entry["column"], why=why))
             else:
-                entry.update(status="not-graded", text=f"⏹ {entry['column']}: not graded ({why}).")
+                text = _("⏹ {column}: not graded ({why}).").format(column=entry["column"], why=why)
+                entry.update(status="not-graded", text=text)
             continue
         with _GraderStep(f"judging check {graded.check!r}"):
             report = judge(kind, graded, check, answer, task["seed"], forbidden=static.get(number, []))
@@ -644,15 +678,15 @@ def _grade_into(result: dict, path: Path, task: dict) -> None:
         failing = [e["column"] for e in result["items"] if e["earned"] < e["points"]]
         notes = []
         if failing:
-            notes.append("lost points on " + ", ".join(failing))
+            notes.append(_("lost points on {checks}").format(checks=", ".join(failing)))
         calls = [f"{e['column']} ({', '.join(e['forbidden'])})" for e in result["items"] if e.get("forbidden")]
         if calls:
-            notes.append("forbidden calls in " + ", ".join(calls))
+            notes.append(_("forbidden calls in {checks}").format(checks=", ".join(calls)))
         if run["cell_errors"]:
-            notes.append(f"{len(run['cell_errors'])} cell(s) raised errors")
+            notes.append(_("{n} cell(s) raised errors").format(n=len(run["cell_errors"])))
         if run["printed"] > 10 * STREAM_LIMIT:
-            notes.append(f"printed {run['printed']:,} characters (truncated)")
-        result["reason"] = "; ".join(notes) or "all checks passed"
+            notes.append(_("printed {n:,} characters (truncated)").format(n=run["printed"]))
+        result["reason"] = "; ".join(notes) or _("all checks passed")
 
 
 def _copy_submission(path: Path, workdir: Path, whole_folder: bool) -> None:
