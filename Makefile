@@ -1,11 +1,12 @@
 # The course's commands. Each target bootstraps .venv from the lock first; the bootstrap runs again only when
 # the lock or pyproject.toml changed (the stamp file records the last install).
-#   make lab        set up, then open JupyterLab at the welcome chapter
+#   make lab        set up, then open JupyterLab at the welcome chapter (COURSE_LANG=ja: the Japanese edition's)
 #   make test       set up, then run every test (lint, unit tests, strict nbval over all notebooks, browser suite)
 #   make lint       ruff: the linter and the formatter's check (`make format` rewrites)
 #   make execute    re-execute notebooks in place on CPU, regenerate + execute their exercises
 #                   (NB="chapters/02_x.ipynb solutions/ex02_x.ipynb" for just those)
 #   make exercises  regenerate exercises/ from solutions/
+#   make translations  regenerate the Japanese edition (ja/, README.ja.md) from the English and i18n/ja/*.yaml
 #   make bench      print the measured benchmark figures
 #   make slides     export every chapter to reveal.js decks in artifacts/slides/ (open the .slides.html files)
 #   make lock       re-resolve uv.lock from pyproject.toml and regenerate requirements*.txt and environment.yml
@@ -17,6 +18,9 @@
 #                   so later commands need not repeat it; TORCH=default switches back. macOS: the same build either way.
 #   LAB_ARGS=...    more options for `jupyter lab` (see the lab target)
 #   PYTHON=python3.12   the interpreter that creates .venv (supported versions: requires-python in pyproject.toml)
+#   COURSE_LANG=ja  the Japanese edition: `make lab` opens ja/chapters/00_welcome.ipynb (default: en, the English one).
+#                   The language of the checks' messages follows the notebook's folder (ja/.course_lang), so it is
+#                   not passed on to JupyterLab or the tests (unexport below).
 
 PYTHON ?= python3
 VENV   := .venv
@@ -25,9 +29,9 @@ PIP    := $(BIN)/python -m pip --disable-pip-version-check
 TORCH  ?= $(shell cat $(VENV)/.torch 2>/dev/null || echo default)
 STAMP  := $(VENV)/.course-installed-$(TORCH)
 JOBS   ?= 2
-NB     ?= $(wildcard chapters/*.ipynb solutions/*.ipynb)
-SOL    := $(filter solutions/%,$(NB))
-EX     := $(patsubst solutions/%,exercises/%,$(SOL))
+NB     ?= $(wildcard chapters/*.ipynb solutions/*.ipynb ja/chapters/*.ipynb ja/solutions/*.ipynb)
+SOL    := $(filter solutions/% ja/solutions/%,$(NB))
+EX     := $(subst solutions/,exercises/,$(SOL))
 TORCH_VERSION   := $(shell sed -n 's/^torch==\([^ ;]*\).*/\1/p' requirements.txt)
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 
@@ -35,11 +39,18 @@ ifeq ($(filter $(TORCH),default cpu),)
 $(error TORCH must be `cpu` or `default`, not `$(TORCH)`)
 endif
 
+COURSE_LANG ?= en
+ifeq ($(filter $(COURSE_LANG),en ja),)
+$(error COURSE_LANG must be `en` (English) or `ja` (Japanese), not `$(COURSE_LANG)`)
+endif
+unexport COURSE_LANG
+EDITION := $(if $(filter ja,$(COURSE_LANG)),ja/)
+
 SLIDES_DIR   ?= artifacts/slides
 SLIDES_FLAGS := --to slides --no-prompt --SlidesExporter.reveal_scroll=True --SlidesExporter.reveal_number=c/t
 SLIDES_EXTRA ?=
 
-.PHONY: setup lab test lint format lock execute exercises bench slides browser-deps clean-venv
+.PHONY: setup lab test lint format lock execute exercises translations bench slides browser-deps clean-venv
 
 setup: $(STAMP)
 
@@ -73,7 +84,7 @@ $(STAMP): pyproject.toml requirements.txt requirements-cpu.txt tools/check_pytho
 LAB_ARGS   ?=
 ALLOW_ROOT  = $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root)
 lab: $(STAMP)
-	$(BIN)/jupyter lab --ServerApp.root_dir=. $(ALLOW_ROOT) $(LAB_ARGS) chapters/00_welcome.ipynb
+	$(BIN)/jupyter lab --ServerApp.root_dir=. $(ALLOW_ROOT) $(LAB_ARGS) $(EDITION)chapters/00_welcome.ipynb
 
 test: lint browser-deps
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile
@@ -94,32 +105,50 @@ format: $(STAMP)
 # and Chromium.app in /Applications or ~/Applications. When none is found and you are root with apt-get (as in CI),
 # Debian's chromium is installed. When none can be found or installed, a banner says how to get one and only the
 # browser tests are skipped, unless COURSE_REQUIRE_BROWSER=1 (.ci/run sets it) or CI=true: then `make test` fails.
-# COURSE_SKIP_BROWSER=1 skips the browser tests on purpose. The emoji font (best effort) makes the screenshots
-# show ✅/❌ as learners see them.
+# COURSE_SKIP_BROWSER=1 skips the browser tests on purpose. The emoji font and a Japanese font (best effort; IPAexGothic,
+# the font the Japanese figures use, from matplotlib-fontja) make the screenshots show ✅/❌ and the Japanese edition
+# as learners see them (macOS and desktop Linux have Japanese fonts already).
 # (runs before .venv exists too: the venv's Python when there is one, else $(PYTHON))
 BROWSERS     = $(if $(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON)) tests/browser_support.py
+BROWSER_FONTS := fonts-noto-color-emoji fonts-ipaexfont-gothic
 APT_INSTALL := apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends
 browser-deps:
 	@plan=$$($(BROWSERS) --plan) || exit 1; \
 	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	  if [ "$$plan" = install ]; then \
 	    echo "browser-deps: no Chromium or Chrome found; installing Debian's chromium with apt-get"; \
-	    $(APT_INSTALL) chromium fonts-noto-color-emoji >/dev/null || echo "browser-deps: apt-get could not install chromium" >&2; \
-	  elif [ "$$plan" = found ] && [ ! -e /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf ]; then \
-	    $(APT_INSTALL) fonts-noto-color-emoji >/dev/null || echo "browser-deps: emoji font not installed (screenshots show boxes for ✅/❌)"; \
+	    $(APT_INSTALL) chromium $(BROWSER_FONTS) >/dev/null || echo "browser-deps: apt-get could not install chromium" >&2; \
+	  elif [ "$$plan" = found ]; then \
+	    fonts=""; \
+	    [ -e /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf ] || fonts="fonts-noto-color-emoji"; \
+	    [ -n "$$(fc-list :lang=ja 2>/dev/null)" ] || fonts="$$fonts fonts-ipaexfont-gothic"; \
+	    [ -z "$$fonts" ] || $(APT_INSTALL) $$fonts >/dev/null || echo "browser-deps: fonts not installed ($$fonts): screenshots show boxes for ✅/❌ or Japanese"; \
 	  fi; \
 	fi; \
 	$(BROWSERS) --check
 
+# Japanese notebooks (ja/...) are regenerated from the English ones and i18n/ja/ first, then executed like the others
+# (their kernels speak Japanese: ja/.course_lang).
 execute: $(STAMP)
+ifneq ($(filter ja/%,$(NB)),)
+	$(BIN)/python tools/translate.py build
+endif
 	COURSE_DEVICE=cpu $(BIN)/python -m course_utils.nbtools execute $(NB)
 ifneq ($(SOL),)
-	$(BIN)/python -m course_utils.exercises $(SOL)
+	$(BIN)/python -m course_utils.exercises $(notdir $(SOL))
+ifneq ($(filter ja/%,$(SOL)),)
+	$(BIN)/python tools/translate.py build
+endif
 	COURSE_DEVICE=cpu $(BIN)/python -m course_utils.nbtools execute $(EX)
 endif
 
 exercises: $(STAMP)
 	$(BIN)/python -m course_utils.exercises
+	$(BIN)/python tools/translate.py build
+
+# The Japanese edition from the English source and the translation files (tools/translate.py explains the format).
+translations: $(STAMP)
+	$(BIN)/python tools/translate.py build
 
 bench: $(STAMP)
 	@for script in benchmarks/*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
@@ -128,10 +157,13 @@ bench: $(STAMP)
 # (artifacts/slides/) and outputs only (artifacts/slides/no-code/, for lectures). reveal.js, MathJax, require.js and
 # jQuery are pinned in tools/slide_assets.lock.json (npm registry tarballs and their sha512) and copied into
 # artifacts/slides/assets/ by tools/slide_assets.py, so the decks open from the file system with no network.
+# The Japanese decks go to artifacts/slides/ja/ (and ja/no-code/), sharing the same assets.
 slides: $(STAMP)
 	$(BIN)/python tools/slide_assets.py $(SLIDES_DIR)/assets
 	$(BIN)/jupyter nbconvert $(SLIDES_FLAGS) $(shell $(BIN)/python tools/slide_assets.py --flags assets) $(SLIDES_EXTRA) --output-dir $(SLIDES_DIR) $(sort $(wildcard chapters/*.ipynb))
 	$(BIN)/jupyter nbconvert $(SLIDES_FLAGS) --no-input $(shell $(BIN)/python tools/slide_assets.py --flags ../assets) $(SLIDES_EXTRA) --output-dir $(SLIDES_DIR)/no-code $(sort $(wildcard chapters/*.ipynb))
+	$(BIN)/jupyter nbconvert $(SLIDES_FLAGS) $(shell $(BIN)/python tools/slide_assets.py --flags ../assets) $(SLIDES_EXTRA) --output-dir $(SLIDES_DIR)/ja $(sort $(wildcard ja/chapters/*.ipynb))
+	$(BIN)/jupyter nbconvert $(SLIDES_FLAGS) --no-input $(shell $(BIN)/python tools/slide_assets.py --flags ../../assets) $(SLIDES_EXTRA) --output-dir $(SLIDES_DIR)/ja/no-code $(sort $(wildcard ja/chapters/*.ipynb))
 
 lock: $(STAMP)
 	$(BIN)/python tools/lock.py

@@ -13,7 +13,8 @@ from conftest import ROOT
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)|href=\"([^\"]+)\"")
 EXTERNAL = ("http://", "https://", "mailto:", "#", "data:")
 
-NOTEBOOKS = sorted(p for d in ("chapters", "exercises", "solutions") for p in (ROOT / d).glob("*.ipynb"))
+FOLDERS = ("chapters", "exercises", "solutions", "ja/chapters", "ja/exercises", "ja/solutions")  # both editions
+NOTEBOOKS = sorted(p for d in FOLDERS for p in (ROOT / d).glob("*.ipynb"))
 PAGES = sorted(
     p
     for p in ROOT.rglob("*.md")
@@ -90,3 +91,14 @@ def test_chapter_00_opens_with_a_course_map_that_agrees_with_the_instructor_guid
     sessions = dict(re.findall(r"\| \[(\d\d)_[^\]]+\]\([^)]+\) \| [^|]+\| ([^|]+?) min \|", guide))
     minutes = {r[2:4]: r.rstrip(" |").rsplit("|", 1)[1].strip() for r in rows}
     assert minutes == sessions, "the course map's minutes differ from instructor/README.md"
+
+
+def test_each_instructor_page_plans_the_time_the_guide_and_the_course_map_give():
+    """The session length in instructor/README.md (and so in chapter 00's course map) is the page's own timing."""
+    guide = (ROOT / "instructor" / "README.md").read_text(encoding="utf-8")
+    sessions = dict(re.findall(r"\| \[(\d\d)_[^\]]+\]\([^)]+\) \| [^|]+\| ([^|]+?) min \|", guide))
+    assert len(sessions) == len(CHAPTERS)
+    for page in sorted((ROOT / "instructor").glob("[0-9][0-9]_*.md")):
+        heading = re.search(r"^## Suggested timing \((\S+) min", page.read_text(encoding="utf-8"), re.M)
+        assert heading, f"{page.name}: no '## Suggested timing (N min ...)' heading"
+        assert heading.group(1) == sessions[page.name[:2]], f"{page.name} plans {heading.group(1)} min"
