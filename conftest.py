@@ -21,8 +21,41 @@ ENVIRONMENT_DEFAULTS = {
 for _name, _value in ENVIRONMENT_DEFAULTS.items():
     os.environ.setdefault(_name, _value)
 
+# The language of course_utils' messages comes from each notebook's folder (ja/.course_lang makes the Japanese
+# edition's kernels speak Japanese; see course_utils/i18n.py). A COURSE_LANG left in the shell would override it for
+# every kernel and make the English edition's stored outputs differ, so the tests never inherit one.
+os.environ.pop("COURSE_LANG", None)
+
 
 def pytest_configure(config):
+    """One training-run cache per test session (course_utils/run_cache.py), then the nbval sanitize file."""
+    _share_the_run_cache(config)
+    _find_the_sanitize_file(config)
+
+
+def _share_the_run_cache(config):
+    """The session's training runs are trained once and reused: the English chapter under nbval, its Japanese
+    edition and the browser suite run the same deterministic CPU runs. The folder is made here, in the process that
+    starts pytest's workers (which inherit the variable, as do the kernels they start), and removed at the end.
+    `COURSE_RUN_CACHE= pytest` (empty) turns the cache off: every notebook then trains its runs itself."""
+    if hasattr(config, "workerinput") or "COURSE_RUN_CACHE" in os.environ:
+        return
+    import tempfile
+
+    config._course_run_cache = tempfile.mkdtemp(prefix="course-run-cache-")
+    os.environ["COURSE_RUN_CACHE"] = config._course_run_cache
+
+
+def pytest_unconfigure(config):
+    folder = getattr(config, "_course_run_cache", None)
+    if folder:
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)
+        os.environ.pop("COURSE_RUN_CACHE", None)
+
+
+def _find_the_sanitize_file(config):
     """Find the sanitize file that pyproject.toml names relative to the root, from any working directory.
 
     nbval opens `--nbval-sanitize-with` relative to the current directory, so `cd chapters && pytest

@@ -51,11 +51,30 @@ CHROMIUM_ARGS = [
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 STDERR_MIME = "application/vnd.jupyter.stderr"
-# The plain-text fallbacks the course stores in place of a live widget (see course_utils.widgets):
-# "[Controls: ...]" under a live figure, "[Answer box for question N ...]" under a check question.
+# The plain-text fallbacks the course stores in place of a live widget (see course_utils.widgets and quiz):
+# "[Controls: ...]" under a live figure, "[Answer box for question N ...]" under a check question, and the same
+# in Japanese in ja/ (course_utils.i18n: the catalog's translations of these two messages).
 # A bare ipywidgets repr (e.g. "FloatSlider(value=1.0, ...)") also means "a widget was displayed here".
+FALLBACK_MESSAGES = (
+    "[Controls: {names}. Run this cell in JupyterLab to move them; the figure above redraws.]",
+    "[Answer box for question {number}: run this cell in JupyterLab to answer it.]",
+)
+
+
+def fallback_openings() -> list:
+    """How each fallback message begins (up to its first placeholder), in every language of the course."""
+    from course_utils import i18n
+
+    openings = set()
+    for lang in i18n.LANGUAGES:
+        with i18n.using(lang):
+            openings.update(i18n._(message).split("{", 1)[0] for message in FALLBACK_MESSAGES)
+    return sorted(openings)
+
+
+FALLBACK_OPENING = "^(?:" + "|".join(re.escape(o) for o in fallback_openings()) + ")"
 WIDGET_FALLBACK = re.compile(
-    r"^\[(Controls|Answer box)\b|^[A-Z]\w*(Slider|Box|Dropdown|Button|Buttons|Checkbox|Output|Text|interactive)\("
+    FALLBACK_OPENING + r"|^[A-Z]\w*(Slider|Box|Dropdown|Button|Buttons|Checkbox|Output|Text|interactive)\("
 )
 
 
@@ -443,7 +462,7 @@ def expected_widget_outputs(path: Path) -> int:
 # One snapshot of the notebook's state, taken in the page: every code cell's prompt, the kernel status,
 # the error outputs, and the widget outputs with whether each rendered.
 STATE_JS = r"""
-() => {
+(FALLBACK_OPENING) => {
   const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
   if (!panel) return null;
   const indicator = panel.querySelector('.jp-Notebook-ExecutionIndicator');
@@ -471,7 +490,7 @@ STATE_JS = r"""
     const broken = /Loading widget|Error displaying widget/.test(text);
     if (mime === 'application/vnd.jupyter.widget-view+json' || view || broken) {
       widgets.push({rendered: !!view && !broken, text: text.slice(0, 120)});
-    } else if (mime === 'text/plain' && /^\[(Controls|Answer box)\b/.test(text.trim())) {
+    } else if (mime === 'text/plain' && new RegExp(FALLBACK_OPENING).test(text.trim())) {
       widgets.push({rendered: false, text: 'fallback text shown instead of a widget: ' + text.slice(0, 120)});
     }
   }
@@ -543,7 +562,7 @@ class NotebookPage:
         item.click()
 
     def state(self) -> dict:
-        return self.page.evaluate(STATE_JS)
+        return self.page.evaluate(STATE_JS, FALLBACK_OPENING)
 
     def open(self, timeout_s: float = 180):
         workspace = re.sub(r"\W", "-", Path(self.relpath).stem)
@@ -690,7 +709,7 @@ class NotebookPage:
             for k in range(radios.count()):
                 box = radios.nth(k).locator("xpath=ancestor::div[contains(@class,'widget-vbox')][1]")
                 radios.nth(k).locator("input[type=radio]").first.check()
-                box.locator("button:has-text('Check')").first.click()
+                box.locator("button.jupyter-button").first.click()  # the box's one button: Check (チェック in ja/)
                 # the verdict is the box's last HTML output (the first one is the question itself)
                 verdict = box.locator(".widget-html-content, .widget-htmlmath-content").last
                 changed = False

@@ -33,6 +33,7 @@ import shutil
 import subprocess
 import sys
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -40,6 +41,30 @@ import browser_support as bs
 from conftest import ROOT
 
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
+# The Japanese edition has the same code (tests/test_translations.py): one chapter, one exercise and one deck are run
+# to see it rendered as a Japanese learner sees it: Japanese text and figures in a Japanese font, Japanese messages.
+JA_CHAPTERS = [ROOT / "ja" / "chapters" / "01_layernorm_by_hand.ipynb"]
+JA_EXERCISES = [ROOT / "ja" / "exercises" / "ex01_layernorm.ipynb"]
+
+
+def language_of(path) -> str:
+    return "ja" if Path(path).resolve().relative_to(ROOT).parts[0] == "ja" else "en"
+
+
+def shot_name(path) -> str:
+    """Screenshot names: 01_layernorm_by_hand, and ja-01_layernorm_by_hand for the Japanese edition."""
+    return ("ja-" if language_of(path) == "ja" else "") + Path(path).stem
+
+
+def opening(message: str, path) -> str:
+    """How one of the course's fallback texts begins in the notebook's language (see browser_support)."""
+    from course_utils import i18n
+
+    with i18n.using(language_of(path)):
+        return i18n._(message).split("{", 1)[0]
+
+
+ANSWER_BOX, CONTROLS = bs.FALLBACK_MESSAGES[1], bs.FALLBACK_MESSAGES[0]
 RUN_TIMEOUT = float(os.environ.get("COURSE_BROWSER_TIMEOUT", "900"))
 
 
@@ -67,7 +92,9 @@ def browser(lab, browser_executable):
         chromium.close()
 
 
-def stored_fallbacks(path, prefix):
+def stored_fallbacks(path, message):
+    """How many stored outputs show `message` (one of bs.FALLBACK_MESSAGES), in the notebook's language."""
+    prefix = opening(message, path)
     nb = json.loads(path.read_text())
     return sum(
         "".join(o.get("data", {}).get("text/plain", "")).startswith(prefix)
@@ -76,11 +103,12 @@ def stored_fallbacks(path, prefix):
     )
 
 
-@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", CHAPTERS + JA_CHAPTERS, ids=shot_name)
 @pytest.mark.browser
 @pytest.mark.slow
 def test_chapter_runs_and_reacts_in_jupyterlab(lab, browser, path):
-    relpath = f"chapters/{path.name}"
+    relpath = path.relative_to(ROOT).as_posix()
+    name = shot_name(path)
     nb = bs.NotebookPage(browser, lab, relpath)
     shots = bs.SCREENSHOTS
     try:
@@ -89,17 +117,17 @@ def test_chapter_runs_and_reacts_in_jupyterlab(lab, browser, path):
         interactions = nb.exercise_controls() if not report.errors else []
         controls = [x for x in interactions if not x.control.startswith("quiz")]
         quizzes = [x for x in interactions if x.control.startswith("quiz")]
-        nb.screenshot(shots / f"{path.stem}.png", focus_cell=controls[0].cell if controls else nb.first_figure_cell())
+        nb.screenshot(shots / f"{name}.png", focus_cell=controls[0].cell if controls else nb.first_figure_cell())
         if quizzes:
-            nb.screenshot(shots / f"{path.stem}-quiz.png", focus_cell=quizzes[-1].cell)
+            nb.screenshot(shots / f"{name}-quiz.png", focus_cell=quizzes[-1].cell)
     except Exception:
         shots.mkdir(parents=True, exist_ok=True)
-        nb.page.screenshot(path=str(shots / f"{path.stem}-FAILED.png"))
+        nb.page.screenshot(path=str(shots / f"{name}-FAILED.png"))
         raise
     finally:
         nb.close()
         lab.shutdown_kernels()  # one chapter's kernel at a time: PyTorch kernels are not small
-    (shots / f"{path.stem}.json").write_text(json.dumps(dataclasses.asdict(report), indent=1, ensure_ascii=False))
+    (shots / f"{name}.json").write_text(json.dumps(dataclasses.asdict(report), indent=1, ensure_ascii=False))
 
     assert not report.errors, "error output in the browser:\n" + "\n---\n".join(
         f"cell {e['cell']}: {e['text']}" for e in report.errors
@@ -118,11 +146,13 @@ def test_chapter_runs_and_reacts_in_jupyterlab(lab, browser, path):
 
     dead = [x for x in interactions if not x.changed]
     assert not dead, "controls that changed neither the figure nor the readout:\n" + "\n".join(map(str, dead))
-    assert len({x.cell for x in controls}) >= stored_fallbacks(path, "[Controls:"), (
+    assert len({x.cell for x in controls}) >= stored_fallbacks(path, CONTROLS), (
         f"not every live figure was exercised: {controls}"
     )
-    assert len(quizzes) == stored_fallbacks(path, "[Answer box"), f"not every check question was answered: {quizzes}"
-    assert (shots / f"{path.stem}.png").stat().st_size > 20_000
+    assert len(quizzes) == stored_fallbacks(path, ANSWER_BOX), f"not every check question was answered: {quizzes}"
+    assert (shots / f"{name}.png").stat().st_size > 20_000
+    if language_of(path) == "ja":  # the Japanese edition speaks Japanese: its quiz verdicts too
+        assert quizzes and all(re.search(r"[\u3040-\u30ff\u4e00-\u9fff]", x.detail) for x in quizzes), quizzes
 
 
 EXERCISES = sorted((ROOT / "exercises").glob("ex[0-9][0-9]_*.ipynb"))
@@ -146,7 +176,7 @@ MISTAKES = {
 
 def first_task(exercise):
     """(index among code cells, the solution's code, the check cell's source) of the exercise's first graded task."""
-    solution = json.loads((ROOT / "solutions" / exercise.name).read_text())["cells"]
+    solution = json.loads((exercise.parent.parent / "solutions" / exercise.name).read_text())["cells"]
     by_id = {  # the solution's code as a learner types it: without the generator's markers
         c["id"]: "".join(
             line for line in c["source"] if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line
@@ -165,17 +195,19 @@ def check_output_here(exercise, code: str, check: str) -> str:
     import contextlib
     import io
 
+    from course_utils import i18n
+
     cells = [c for c in json.loads(exercise.read_text())["cells"] if c["cell_type"] == "code"]
     namespace: dict = {}
     exec("".join(cells[0]["source"]), namespace)
     exec(code, namespace)
     out = io.StringIO()
-    with contextlib.redirect_stdout(out):
+    with contextlib.redirect_stdout(out), i18n.using(language_of(exercise)):  # as the exercise's kernel speaks
         exec(check, namespace)
     return out.getvalue()
 
 
-@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("exercise", EXERCISES + JA_EXERCISES, ids=shot_name)
 @pytest.mark.browser
 @pytest.mark.slow
 def test_exercise_runs_blank_then_takes_typed_code_in_jupyterlab(lab, browser, exercise):
@@ -188,14 +220,14 @@ def test_exercise_runs_blank_then_takes_typed_code_in_jupyterlab(lab, browser, e
     expected = check_output_here(exercise, mistake, check).strip()
     assert expected.startswith("❌"), f"{exercise.name}: the check does not reject the mistake: {expected}"
 
-    nb = bs.NotebookPage(browser, lab, f"exercises/{exercise.name}")
+    nb = bs.NotebookPage(browser, lab, exercise.relative_to(ROOT).as_posix())
     shots = bs.SCREENSHOTS
     try:
         nb.open()
         report = nb.run_all(timeout_s=RUN_TIMEOUT)
         assert not report.errors, f"errors in the blank exercise: {report.errors}"
-        waiting = nb.page.locator(".jp-NotebookPanel .jp-OutputArea-output:has-text('not implemented yet')").count()
-        assert waiting >= 2, "the blank exercise's checks should say 'not implemented yet'"
+        waiting = nb.page.locator(".jp-NotebookPanel .jp-OutputArea-output:has-text('⏳')").count()
+        assert waiting >= 2, "the blank exercise's checks should say ⏳ 'not implemented yet'"
         nb.replace_code(index, solution)
         nb.run_cell(index)
         passed = nb.run_cell(index + 1)
@@ -204,11 +236,13 @@ def test_exercise_runs_blank_then_takes_typed_code_in_jupyterlab(lab, browser, e
         nb.run_cell(index)
         failed = " ".join(nb.run_cell(index + 1).split())
         assert failed == " ".join(expected.split()), f"in the browser: {failed}\nexpected: {expected}"
-        nb.screenshot(shots / f"{exercise.stem}-mistake.png", focus_cell=index + 1)
+        nb.screenshot(shots / f"{shot_name(exercise)}-mistake.png", focus_cell=index + 1)
         assert not nb.state()["errors"] and not report.page_errors
+        if language_of(exercise) == "ja":  # the hint the learner reads is Japanese
+            assert re.search(r"[\u3040-\u30ff\u4e00-\u9fff]", failed), failed
     except Exception:
         shots.mkdir(parents=True, exist_ok=True)
-        nb.page.screenshot(path=str(shots / f"{exercise.stem}-FAILED.png"))
+        nb.page.screenshot(path=str(shots / f"{shot_name(exercise)}-FAILED.png"))
         raise
     finally:
         nb.close()
@@ -217,13 +251,18 @@ def test_exercise_runs_blank_then_takes_typed_code_in_jupyterlab(lab, browser, e
 
 @pytest.fixture(scope="module")
 def offline_decks(tmp_path_factory):
-    """Every chapter's deck as `make slides` builds it, with the pinned assets next to it."""
+    """Every chapter's deck as `make slides` builds it, with the pinned assets next to it (Japanese decks in ja/)."""
     from test_slides import build_decks
 
-    return build_decks(CHAPTERS, tmp_path_factory.mktemp("decks"), with_assets=True)
+    folder = tmp_path_factory.mktemp("decks")
+    decks = {f"{p}": d for p, d in zip(CHAPTERS, build_decks(CHAPTERS, folder, with_assets=True).values())}
+    (folder / "ja").mkdir()
+    (folder / "ja" / "assets").symlink_to(folder / "assets")
+    decks |= {f"{p}": d for p, d in zip(JA_CHAPTERS, build_decks(JA_CHAPTERS, folder / "ja").values())}
+    return decks
 
 
-@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", CHAPTERS + JA_CHAPTERS, ids=shot_name)
 @pytest.mark.browser
 @pytest.mark.slow
 def test_deck_runs_offline_in_chromium(browser, offline_decks, path):
@@ -240,7 +279,7 @@ def test_deck_runs_offline_in_chromium(browser, offline_decks, path):
     page = context.new_page()
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     try:
-        page.goto(offline_decks[path.stem].as_uri())
+        page.goto(offline_decks[f"{path}"].as_uri())
         page.wait_for_selector(".reveal.ready", timeout=30_000)  # reveal.js adds "ready" once it has started
         slides = page.evaluate("document.querySelectorAll('.reveal .slides section:not(.stack)').length")
         first = page.evaluate("location.hash")
@@ -251,7 +290,7 @@ def test_deck_runs_offline_in_chromium(browser, offline_decks, path):
         page.keyboard.press("ArrowRight")
         page.wait_for_timeout(500)
         bs.SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(bs.SCREENSHOTS / f"{path.stem}-deck.png"))
+        page.screenshot(path=str(bs.SCREENSHOTS / f"{shot_name(path)}-deck.png"))
     finally:
         context.close()
     assert slides >= 5 and not refused and not errors, (slides, refused, errors)
@@ -269,7 +308,8 @@ def test_the_browser_suite_covers_the_chapters():
 def test_widget_fallbacks_are_counted_from_the_stored_notebook():
     welcome = ROOT / "chapters" / "00_welcome.ipynb"
     assert bs.expected_widget_outputs(welcome) == 1  # the slider of the widget check
-    assert stored_fallbacks(ROOT / "chapters" / "01_layernorm_by_hand.ipynb", "[Answer box") == 4
+    assert stored_fallbacks(ROOT / "chapters" / "01_layernorm_by_hand.ipynb", ANSWER_BOX) == 4
+    assert stored_fallbacks(JA_CHAPTERS[0], ANSWER_BOX) == 4  # the same in Japanese
 
 
 @pytest.mark.browser
