@@ -51,7 +51,7 @@ def _answer_box(number: int, q: MultipleChoice):
     radio = w.RadioButtons(
         options=[(f"({k}) {v}", k) for k, v in q.choice_texts().items()], value=None, layout=w.Layout(width="auto")
     )
-    button = w.Button(description=_("Check"), button_style="primary")
+    button = w.Button(description=_("Check"), button_style="primary", layout=w.Layout(flex="0 0 auto", width="auto"))
     result = w.HTMLMath()
 
     def on_click(_b):

@@ -328,7 +328,7 @@ LAB_SETTINGS = {
 class LabServer:
     """`jupyter lab` serving a temporary copy of the course on 127.0.0.1, no token, no password."""
 
-    def __init__(self, workdir: Path, folders=("chapters", "exercises")):
+    def __init__(self, workdir: Path, folders=("chapters", "exercises", "ja/chapters", "ja/exercises")):
         self.workdir = Path(workdir)
         self.course = self.workdir / "course"
         self.folders = folders
@@ -344,6 +344,9 @@ class LabServer:
         for name in self.folders:
             if (ROOT / name).is_dir():
                 shutil.copytree(ROOT / name, self.course / name, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+                marker = ROOT / name.split("/")[0] / ".course_lang"  # ja/.course_lang: its kernels speak Japanese
+                if marker.is_file() and not (self.course / marker.relative_to(ROOT)).exists():
+                    shutil.copy(marker, self.course / marker.relative_to(ROOT))
         settings = self.workdir / "user-settings"
         for rel, values in LAB_SETTINGS.items():
             path = settings / rel
