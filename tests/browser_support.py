@@ -711,7 +711,15 @@ class NotebookPage:
             radios = cell.locator(".widget-radio-box")
             for k in range(radios.count()):
                 box = radios.nth(k).locator("xpath=ancestor::div[contains(@class,'widget-vbox')][1]")
-                radios.nth(k).locator("input[type=radio]").first.check()
+                option = radios.nth(k).locator("input[type=radio]").first
+                for attempt in range(3):  # the view may redraw its inputs while the click's value syncs: try again
+                    try:
+                        option.check(timeout=5_000)
+                        break
+                    except Exception:
+                        if attempt == 2:
+                            raise
+                        self.page.wait_for_timeout(300)
                 box.locator("button.jupyter-button").first.click()  # the box's one button: Check (チェック in ja/)
                 # the verdict is the box's last HTML output (the first one is the question itself)
                 verdict = box.locator(".widget-html-content, .widget-htmlmath-content").last
