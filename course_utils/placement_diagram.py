@@ -30,16 +30,18 @@ and its equations change with it; they cannot tell a different story from the co
 from __future__ import annotations
 
 import operator
+import re
 from dataclasses import dataclass
 
 import torch
 import torch.fx
 
-from .i18n import _
+from .i18n import N_, _
 from .model import Block, GPTConfig
 
 __all__ = [
     "PLACEMENT_TITLES",
+    "placement_title",
     "SublayerLayout",
     "block_layouts",
     "sublayer_layout",
@@ -49,12 +51,20 @@ __all__ = [
 
 # who uses each placement: the only hand-written part (the tests check that every placement the model accepts
 # has a title)
-PLACEMENT_TITLES = {
-    "pre": "Pre-LN (GPT-2, Llama)",
-    "post": "Post-LN (Transformer 2017, BERT)",
-    "peri": "Peri-LN (Gemma 2, Gemma 3)",
-    "reordered": "reordered norm (OLMo 2)",
+PLACEMENT_TITLES = {  # English msgids: shown through _() (placement_title), so the Japanese figure names them too
+    "pre": N_("Pre-LN (GPT-2, Llama)"),
+    "post": N_("Post-LN (Transformer 2017, BERT)"),
+    "peri": N_("Peri-LN (Gemma 2, Gemma 3)"),
+    "reordered": N_("reordered norm (OLMo 2)"),
 }
+
+
+def placement_title(placement: str, with_models: bool = True) -> str:
+    """The placement's name in the learner's language, with the models that use it in brackets unless
+    `with_models` is False ("reordered norm (OLMo 2)" -> "reordered norm")."""
+    title = _(PLACEMENT_TITLES[placement])
+    return title if with_models else re.split(r" ?[(（]", title)[0]
+
 
 NORM, SUBLAYER = "Norm", "F"
 _MATH = {NORM: r"\mathrm{Norm}", SUBLAYER: "F"}
@@ -148,8 +158,11 @@ def sublayer_layout(placement: str) -> SublayerLayout:
 
 def describe_placements(placements) -> str:
     """Alt text for draw_placements: each placement's name and equation, read from the model's code."""
-    parts = [f"{PLACEMENT_TITLES[p]}: {sublayer_layout(p).plain_equation}" for p in placements]
-    on_stream = [PLACEMENT_TITLES[p].split(" (")[0] for p in placements if sublayer_layout(p).highway]
+    parts = [
+        _("{title}: {equation}").format(title=placement_title(p), equation=sublayer_layout(p).plain_equation)
+        for p in placements
+    ]
+    on_stream = [placement_title(p, with_models=False) for p in placements if sublayer_layout(p).highway]
     if not on_stream:
         where = _("None of them puts a norm on the stream itself: it stays a plain sum")
     elif len(on_stream) == len(placements):
@@ -230,6 +243,6 @@ def draw_placements(placements=("pre", "post", "peri", "reordered")):
     placements = tuple(placements)
     fig, axes = plt.subplots(1, len(placements), figsize=(3.75 * len(placements), 4.8), squeeze=False)
     for ax, placement in zip(axes[0], placements):
-        _panel(ax, PLACEMENT_TITLES[placement], sublayer_layout(placement))
+        _panel(ax, placement_title(placement), sublayer_layout(placement))
     fig.tight_layout()
     return fig

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from .i18n import _
 from .model import lm_loss
 
 __all__ = ["TrainConfig", "History", "ProgressBar", "lr_at", "z_loss_term", "train", "evaluate"]
@@ -160,7 +161,7 @@ def train(
     for layer in layers:
         layer.record = False
     if bar:
-        bar.close("diverged" if history.diverged else "done")
+        bar.close(_("diverged") if history.diverged else _("done"))
     return history
 
 
@@ -189,7 +190,7 @@ def evaluate(
     model.eval()
     generator = torch.Generator().manual_seed(seed)
     total = 0.0
-    for _ in range(batches):
+    for _batch in range(batches):
         x, y = corpus.batch("val", batch_size, block_size, generator)
         with _autocast(device, amp):
             total += lm_loss(model(x.to(device)), y.to(device)).item()

@@ -604,3 +604,32 @@ def test_anything_else_is_sent_as_unsupported_and_never_as_an_object():
 def test_forged_answers_are_rejected(forged):
     with pytest.raises(kernel.FormatError):
         kernel.decode(forged)
+
+
+def test_a_grader_error_says_what_the_grader_was_doing_in_the_grading_language():
+    """The step of a grader error is a catalog message like its sentence, so `--lang ja` shows no English but
+    the exception's own text; the English stays in the exception (and the traceback) for the maintainer."""
+    from course_utils import i18n
+    from course_utils.grading.run import GraderError, _GraderStep, mark_grader_error
+
+    def failed_row(lang):
+        row = {"items": [{"earned": 1.0, "status": "passed", "text": "ok"}]}
+        try:
+            with _GraderStep(i18n.N_("judging check {check}"), check=repr("ex01.layer_norm")):
+                raise KeyError("boom")
+        except GraderError as exc:
+            assert str(exc).startswith("judging check 'ex01.layer_norm': KeyError")
+            with i18n.using(lang):
+                mark_grader_error(row, exc)
+        return row
+
+    en, ja = failed_row("en"), failed_row("ja")
+    assert en["reason"] == "not graded: the grader failed while judging check 'ex01.layer_norm' (KeyError: 'boom')"
+    assert ja["reason"] == (
+        "未採点：採点ツールが次の処理中に失敗しました：チェック 'ex01.layer_norm' の判定（KeyError: 'boom'）"
+    )
+    assert ja["items"] == [{"earned": 0.0, "status": "not-graded", "text": ""}]
+    with i18n.using("ja"):  # a step given directly (writing the feedback file) is translated too
+        row = {"items": []}
+        mark_grader_error(row, OSError("disk full"), i18n.N_("writing the learner's feedback file"))
+    assert "受講者へのフィードバックファイルの書き出し" in row["reason"] and "writing" not in row["reason"]

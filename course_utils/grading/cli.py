@@ -54,7 +54,7 @@ from multiprocessing import get_context
 from pathlib import Path
 
 from .. import i18n
-from ..i18n import _
+from ..i18n import N_, _
 from .run import GRADER_ERROR, GRADER_VERSION, STATUSES, file_sha256, grade_submission, mark_grader_error, worker_init
 
 __all__ = ["main", "discover", "Submission"]
@@ -312,7 +312,7 @@ def write_feedback(results: list[dict], folder: Path) -> list[dict]:
             (folder / f"{name}.md").write_text(feedback_markdown(learner, rows), encoding="utf-8")
         except Exception as exc:  # the grader's failure: nobody is graded without their feedback
             for r in rows:
-                mark_grader_error(r, exc, "writing the learner's feedback file")
+                mark_grader_error(r, exc, N_("writing the learner's feedback file"))
             failed += rows
             try:
                 (folder / f"{name}.md").write_text(feedback_markdown(learner, rows), encoding="utf-8")

@@ -62,27 +62,30 @@ GRADER_ERROR = "grader-error"  # the grader's own failure: no grade, not kept in
 
 
 class GraderError(Exception):
-    """A failure of the grader's own code while grading one submission (not of the learner's notebook)."""
+    """A failure of the grader's own code while grading one submission (not of the learner's notebook).
 
-    def __init__(self, step: str, cause: BaseException):
-        super().__init__(f"{step}: {type(cause).__name__}: {cause}")
-        self.step, self.cause = step, cause
+    `step` is the English of what the grader was doing, an N_() message with `{fields}`: the grader's row shows
+    it in the grading language (mark_grader_error), the traceback in English."""
+
+    def __init__(self, step: str, cause: BaseException, **fields):
+        super().__init__(f"{step.format(**fields)}: {type(cause).__name__}: {cause}")
+        self.step, self.fields, self.cause = step, fields, cause
 
 
 class _GraderStep:
-    """`with _GraderStep("what it does"):` around grader code that runs no learner code (generating
-    inputs, writing a request, reading an answer): whatever it raises is the grader's failure, a
+    """`with _GraderStep(N_("what it does {check}"), check=...):` around grader code that runs no learner code
+    (generating inputs, writing a request, reading an answer): whatever it raises is the grader's failure, a
     GraderError, and never passes for something the learner's kernel did."""
 
-    def __init__(self, step: str):
-        self.step = step
+    def __init__(self, step: str, **fields):
+        self.step, self.fields = step, fields
 
     def __enter__(self):
         return self
 
     def __exit__(self, kind, exc, tb):
         if exc is not None and isinstance(exc, Exception) and not isinstance(exc, GraderError):
-            raise GraderError(self.step, exc) from exc
+            raise GraderError(self.step, exc, **self.fields) from exc
         return False
 
 
@@ -370,7 +373,7 @@ async def _run_in_kernel(nb, workdir: Path, iodir: Path, items: list, seed: int,
                 current_call["text"] = _("the grader's set-up did not finish within {seconds} s").format(
                     seconds=limits["cell_timeout"]
                 )
-                with _GraderStep("preparing the grader's set-up cell"):
+                with _GraderStep(N_("preparing the grader's set-up cell")):
                     setup = (
                         f"_course_grader = {{'__name__': 'course_grader_kernel'}}\n"
                         f"exec(compile({kernel_source()!r}, '<course grader>', 'exec'), _course_grader)\n"
@@ -380,7 +383,8 @@ async def _run_in_kernel(nb, workdir: Path, iodir: Path, items: list, seed: int,
                 await client.async_execute_cell(nb.cells[-1], len(nb.cells) - 1)
                 for number, (kind, graded, check) in enumerate(items):
                     request_path, answer_path = iodir / f"request{number}.json", iodir / f"answer{number}.json"
-                    with _GraderStep(f"generating and sending the inputs of check {graded.check!r}"):
+                    step = N_("generating and sending the inputs of check {check}")
+                    with _GraderStep(step, check=repr(graded.check)):
                         request_path.write_text(json.dumps(_request(kind, check, seed)), encoding="utf-8")
                         source = (
                             f"_course_grader['call_learner_function'](globals(), {graded.function!r}, "
@@ -393,7 +397,7 @@ async def _run_in_kernel(nb, workdir: Path, iodir: Path, items: list, seed: int,
                         "`{function}` did not return within {seconds} s on the grader's inputs"
                     ).format(function=graded.function, seconds=limits["cell_timeout"])
                     await client.async_execute_cell(nb.cells[-1], len(nb.cells) - 1)
-                    with _GraderStep(f"reading the kernel's answer for check {graded.check!r}"):
+                    with _GraderStep(N_("reading the kernel's answer for check {check}"), check=repr(graded.check)):
                         answers[number] = _read_answer(answer_path, client.grader_notes.get(len(nb.cells) - 1))
                     running["item"] = None
             except CellTimeoutError as exc:
@@ -438,7 +442,7 @@ def _not_started(exc: BaseException) -> GraderError:
     """A kernel that failed before any of the notebook's code ran: the grader's (or its machine's) failure.
     (A file in the learner's folder that shadows a module the kernel imports, a json.py, can cause it too:
     the traceback in the log shows which.)"""
-    return GraderError("starting the kernel, before any of the notebook's code ran", exc)
+    return GraderError(N_("starting the kernel, before any of the notebook's code ran"), exc)
 
 
 def _request(kind: str, check, seed: int) -> dict:
@@ -567,14 +571,16 @@ def grade_submission(task: dict) -> dict:
     return result
 
 
-def mark_grader_error(result: dict, exc: BaseException, step: str = "grading it") -> None:
-    """Turn `result` into a grader-error row: no points, no verdicts, and the traceback for the report."""
+def mark_grader_error(result: dict, exc: BaseException, step: str = N_("grading it")) -> None:
+    """Turn `result` into a grader-error row: no points, no verdicts, and the traceback for the report.
+    `step` (an N_() message) says what the grader was doing, in the grading language."""
+    fields = {}
     if isinstance(exc, GraderError):
-        step, exc = exc.step, exc.cause
+        step, fields, exc = exc.step, exc.fields, exc.cause
     result.update(
         status=GRADER_ERROR,
         reason=_("not graded: the grader failed while {step} ({error})").format(
-            step=step, error=f"{type(exc).__name__}: {str(exc)[:160]}"
+            step=_(step).format(**fields), error=f"{type(exc).__name__}: {str(exc)[:160]}"
         ),
         total=0.0,
         traceback="".join(traceback.format_exception(exc))[-20_000:],
@@ -640,7 +646,7 @@ def _grade_into(result: dict, path: Path, task: dict) -> None:
         for _, g, _ in items
     ]
     result["free_text"] = free_text_answers(nb, exercise, Path(task["solutions"]))
-    with _GraderStep("scanning the notebook for forbidden calls"):
+    with _GraderStep(N_("scanning the notebook for forbidden calls")):
         static = _forbidden_in_source(nb, items)
 
     root = Path(tempfile.mkdtemp(prefix="course-grade-"))
@@ -665,7 +671,7 @@ def _grade_into(result: dict, path: Path, task: dict) -> None:
                 text = _("⏹ {column}: not graded ({why}).").format(column=entry["column"], why=why)
                 entry.update(status="not-graded", text=text)
             continue
-        with _GraderStep(f"judging check {graded.check!r}"):
+        with _GraderStep(N_("judging check {check}"), check=repr(graded.check)):
             report = judge(kind, graded, check, answer, task["seed"], forbidden=static.get(number, []))
         entry.update(status=report.status, earned=float(graded.points) if report.passed else 0.0, text=report.text())
         if getattr(report, "forbidden", None):
