@@ -303,6 +303,18 @@ def test_the_decks_load_nothing_from_the_network(decks):
         assert "import mermaid" not in html
 
 
+def test_the_decks_typeset_each_equation_once_and_whole(decks):
+    """MathJax is configured once, breaks no line by itself (a hidden slide measures 0 wide, and its equations broke
+    at every operator), and a slide change queues its re-render behind the typesetting in progress (started at once,
+    it drew equations twice). tests/test_browser.py checks the result on screen."""
+    for path in decks.values():
+        html = path.read_text()
+        assert html.count("MathJax.Hub.Config(") == 1, path.name
+        assert "linebreaks: {automatic: false}" in html and "automatic: true" not in html, path.name
+        assert 'MathJax.Hub.Queue(["Rerender", MathJax.Hub, event.currentSlide])' in html, path.name
+        assert "MathJax.Hub.Rerender(" not in html, f"{path.name} re-renders outside MathJax's queue"
+
+
 def test_slide_assets_are_pinned_and_verified(tmp_path):
     """The lock pins exact versions with sha512 integrity; a tarball that differs from the lock is refused."""
     packages = slide_assets.lock()
