@@ -183,7 +183,7 @@ def test_figure_title_in_japanese_without_missing_glyphs():
     try:
         ax = fig.axes[0]
         assert ax.get_title() == "softcap：小さなロジットではほぼ恒等写像、±τ を超えない"
-        assert ax.get_xlabel() == "元のロジット s"
+        assert ax.get_xlabel() == "生のロジット s"
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             assert figures.figure_problems(fig) == []
