@@ -263,13 +263,14 @@ def offline_decks(tmp_path_factory):
 
 
 # the equations of the slide on screen: how many, how many MathJax output frames, and how many frames hold more
-# than one rendering of their equation
+# than one rendering of their equation; and how many blocks of code or output are wider than the slide
 EQUATIONS_ON_THE_SLIDE = """() => {
   const slide = document.querySelector('.reveal .slides section.present:not(.stack)');
   const frames = [...slide.querySelectorAll('.mjx-chtml[id$="-Frame"]')];  // one per equation (a display's wrapper
                                                                            // div is .mjx-chtml too)
   return {equations: slide.querySelectorAll('script[type^="math/tex"]').length, frames: frames.length,
-          twice: frames.filter(f => f.querySelectorAll(':scope > .mjx-math').length !== 1).length};
+          twice: frames.filter(f => f.querySelectorAll(':scope > .mjx-math').length !== 1).length,
+          cut: [...slide.querySelectorAll('pre')].filter(e => e.scrollWidth > e.clientWidth + 1).length};
 }"""
 
 
@@ -312,6 +313,7 @@ def test_deck_runs_offline_in_chromium(browser, offline_decks, path):
     # every equation on the slide drawn once: nbconvert's own deck re-rendered a slide while the first typesetting
     # ran and drew its equations twice ("x = [4, 6, 2, 8]x = [4, 6, 2, 8]") in 3 of 4 tries (tools/slide_template)
     assert drawn["frames"] == drawn["equations"] and drawn["twice"] == 0, drawn
+    assert drawn["cut"] == 0, f"{drawn['cut']} block(s) of code or output run off the slide"  # they wrap
     markdown = "".join(
         "".join(c["source"]) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "markdown"
     )

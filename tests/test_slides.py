@@ -315,6 +315,15 @@ def test_the_decks_typeset_each_equation_once_and_whole(decks):
         assert "MathJax.Hub.Rerender(" not in html, f"{path.name} re-renders outside MathJax's queue"
 
 
+def test_long_code_lines_wrap_on_the_slide(decks):
+    """A line of code or output longer than the slide wraps instead of running off its right edge (chapter 03's
+    padded_batch lost the ends of its docstring and of its randn call)."""
+    for path in decks.values():
+        html = path.read_text()
+        style = re.search(r"\.reveal \.jp-InputArea-editor pre, \.reveal \.jp-OutputArea-output pre \{([^}]*)\}", html)
+        assert style and "white-space: pre-wrap" in style.group(1), path.name
+
+
 def test_slide_assets_are_pinned_and_verified(tmp_path):
     """The lock pins exact versions with sha512 integrity; a tarball that differs from the lock is refused."""
     packages = slide_assets.lock()
