@@ -175,29 +175,17 @@ def _style(variant):
 def sweep_panels(result, titles=None, margin: float = 0.5):
     """Two panels over the sweep's learning rates: the final validation loss (a diverged run at ℓ0, failed
     runs circled, the band of ok runs shaded) and the largest |attention logit| (log scale)."""
-    titles = titles or {}
-    lrs = result.lrs
-    l0 = max(r.initial_loss for r in result)
-    best = min(r.final_loss for r in result if not r.diverged)
     import matplotlib.pyplot as plt
 
+    from .stability_plots import plot_final_losses
+
+    titles = titles or {}
+    lrs = result.lrs
     fig, (a, b) = plt.subplots(1, 2, figsize=(12, 5.2))
+    l0, best = plot_final_losses(a, result, lambda v: dict(marker="o", label=titles.get(v, v), **_style(v)), margin)
     for v in result.variants:
         runs = result.of(v)
-        shown = [min(r.final_loss, r.initial_loss) for r in runs]
-        a.plot([r.lr for r in runs], shown, marker="o", label=titles.get(v, v), **_style(v))
-        failed = [(r.lr, y) for r, y in zip(runs, shown) if not r.survived]
-        if failed:
-            a.scatter(*zip(*failed), s=170, facecolors="none", edgecolors=COLORS.get(v, "gray"), linewidths=2)
         b.plot([r.lr for r in runs], [r.max_attn_logit for r in runs], marker="o", **_style(v))
-    a.axhline(l0, color="black", ls=":", lw=1, label=_("ℓ0 (untrained)"))
-    a.axhspan(
-        best,
-        best + margin,
-        color="#009E73",
-        alpha=0.12,
-        label=_("ok: within {margin:g} nats of the best").format(margin=margin),
-    )
     a.set_ylim(best - 0.15, l0 + 0.2)
     a.set_ylabel(_("final validation loss (nats)"))
     a.set_title(_("Final loss (circled: the run failed)"))

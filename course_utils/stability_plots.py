@@ -8,6 +8,7 @@ here computes a result the chapter asserts: the cells compute, these functions o
     attention_weights(base_logits, log_scale)       one query's weights over its keys, at one logit scale
     softcap_curves(taus)                            tau * tanh(s / tau) against the raw logit
     loss_vs_lr(result)                              final loss against learning rate, one line per variant
+    plot_final_losses(ax, result, style)            that panel on an axis (chapter 06's sweep_panels draws it too)
     probes(result, lr, d_head)                      max |attention logit| and entropy against the step
     sensitivity_bars(sensitivity, lrs)              the LR sensitivity of each variant
     max_logit_curves(result)                        exercise 05: max |attention logit| of each run
@@ -32,6 +33,7 @@ __all__ = [
     "attention_weights",
     "softcap_curves",
     "loss_vs_lr",
+    "plot_final_losses",
     "probes",
     "sensitivity_bars",
     "max_logit_curves",
@@ -120,32 +122,24 @@ def softcap_curves(taus=_CAPS, limit: float = 150.0):
 # ----------------------------------------------------------------------------------------------------
 # section 6: the sweep
 # ----------------------------------------------------------------------------------------------------
-def loss_vs_lr(result, margin: float = 0.5):
-    """Final validation loss against learning rate, one line per variant; failed runs circled.
+def plot_final_losses(ax, result, style, margin: float = 0.5):
+    """The final validation loss of every variant against learning rate, drawn on `ax`; returns (ℓ0, best).
 
-    A diverged run is drawn at the untrained loss l0, as the LR sensitivity counts it. The shaded band is
-    "within `margin` nats of the best run": a finite run above it is degraded.
+    A diverged run is drawn at the untrained loss ℓ0, as the LR sensitivity counts it, and every failed run is
+    circled. ℓ0 is dotted, and the band "within `margin` nats of the best run" is shaded: a finite run above it is
+    degraded. `style(variant)` gives the keywords of the variant's line (its `color` circles its failures).
+    Chapter 05's loss_vs_lr and chapter 06's recipe_lab.sweep_panels draw this panel.
     """
     l0 = max(r.initial_loss for r in result)
     best = min(r.final_loss for r in result if not r.diverged)
-    fig, ax = plt.subplots(figsize=(7.5, 4.4))
     for variant in result.variants:
         runs = result.of(variant)
         shown = [min(r.final_loss, r.initial_loss) for r in runs]
-        color = VARIANT_COLORS.get(variant, "gray")
-        capped = "softcap" in variant  # dashed, so that a softcap variant on top of another stays visible
-        ax.plot(
-            [r.lr for r in runs],
-            shown,
-            color=color,
-            lw=2 if capped else 3,
-            ls="--" if capped else "-",
-            marker="s" if capped else "o",
-            label=variant,
-        )
+        line = style(variant)
+        ax.plot([r.lr for r in runs], shown, **line)
         failed = [(r.lr, y) for r, y in zip(runs, shown) if not r.survived]
         if failed:
-            ax.scatter(*zip(*failed), s=170, facecolors="none", edgecolors=color, linewidths=2)
+            ax.scatter(*zip(*failed), s=170, facecolors="none", edgecolors=line["color"], linewidths=2)
     ax.axhline(l0, color="black", ls=":", lw=1, label=_("initial loss ℓ0 (untrained)"))
     ax.axhspan(
         best,
@@ -154,6 +148,24 @@ def loss_vs_lr(result, margin: float = 0.5):
         alpha=0.12,
         label=_("within {margin:g} nats of the best: ok").format(margin=margin),
     )
+    return l0, best
+
+
+def loss_vs_lr(result, margin: float = 0.5):
+    """Final validation loss against learning rate, one line per variant; failed runs circled (plot_final_losses)."""
+
+    def style(variant):
+        capped = "softcap" in variant  # dashed, so that a softcap variant on top of another stays visible
+        return dict(
+            color=VARIANT_COLORS.get(variant, "gray"),
+            lw=2 if capped else 3,
+            ls="--" if capped else "-",
+            marker="s" if capped else "o",
+            label=variant,
+        )
+
+    fig, ax = plt.subplots(figsize=(7.5, 4.4))
+    l0, best = plot_final_losses(ax, result, style, margin)
     ax.set_xscale("log")
     ax.set_xticks(result.lrs, [f"{lr:g}" for lr in result.lrs])
     ax.minorticks_off()
