@@ -16,6 +16,7 @@ from pathlib import Path
 ENVIRONMENT_DEFAULTS = {
     "COURSE_DEVICE": "cpu",  # course_utils.env.pick_device() would take a GPU; the stored outputs are CPU ones
     "PYTHONHASHSEED": "0",  # the same hash seed as `make execute` (course_utils.nbtools)
+    "COURSE_STRICT_CLAIMS": "1",  # a claim about a training run that does not hold fails the test (course_utils.claims)
 }
 
 for _name, _value in ENVIRONMENT_DEFAULTS.items():

@@ -9,12 +9,17 @@ UUIDs). A widget output keeps its plain-text fallback, so a second execute chang
 
 from __future__ import annotations
 
+import json
 import os
 import sys
+import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import nbformat
+
+from . import claims
 
 __all__ = ["read", "write", "execute", "strip_volatile", "code_cells"]
 
@@ -55,12 +60,60 @@ def strip_volatile(nb) -> nbformat.NotebookNode:
 
 
 def execute(path, timeout: int = 600) -> float:
-    """Execute a notebook in place (cwd = its folder); returns the seconds it took."""
+    """Execute a notebook in place (cwd = its folder); returns the seconds it took.
+
+    Its claims are strict (a claim that does not hold stops the execution: course_utils.claims), and the values
+    they measured become the stored run's (course_utils/stored_claims.json), which a learner's ✗ is explained with.
+    """
+    path = Path(path)
+    with tempfile.TemporaryDirectory() as folder:
+        log = Path(folder) / "claims.jsonl"
+        with _environment({claims.STRICT_ENV: "1", claims.LOG_ENV: str(log), "PYTHONHASHSEED": "0"}):
+            seconds = _execute(path, timeout)
+        if log.exists() and _is_an_english_notebook_of_the_course(path):  # ja/ measures the same runs
+            record_stored_claims(log.read_text(encoding="utf-8").splitlines())
+    return seconds
+
+
+@contextmanager
+def _environment(values: dict):
+    """os.environ with `values` set inside the block (a kernel started there inherits them), then as before."""
+    before = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def record_stored_claims(lines, path: Path = claims.STORED) -> None:
+    """Store the values of the claims in `lines` (JSON lines of a claims log) as the stored run's, by key."""
+    stored = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    fresh: dict = {}
+    for line in lines:
+        entry = json.loads(line)
+        fresh.setdefault(entry["key"], {})[entry["index"]] = entry["values"]
+    stored.update({key: [values[i] for i in sorted(values)] for key, values in fresh.items()})
+    lines = [
+        f"  {json.dumps(key)}: [\n" + ",\n".join(f"    {json.dumps(claim)}" for claim in claims_of_key) + "\n  ]"
+        for key, claims_of_key in sorted(stored.items())
+    ]
+    path.write_text("{\n" + ",\n".join(lines) + "\n}\n", encoding="utf-8")  # one claim per line, for diffs
+
+
+def _is_an_english_notebook_of_the_course(path: Path) -> bool:
+    repo = claims.STORED.parent.parent
+    return path.resolve().parent in (repo / "chapters", repo / "solutions")
+
+
+def _execute(path: Path, timeout: int) -> float:
     from nbclient import NotebookClient
 
-    path = Path(path)
     nb = read(path)
-    os.environ.setdefault("PYTHONHASHSEED", "0")
     client = NotebookClient(
         nb,
         timeout=timeout,
