@@ -30,7 +30,7 @@ except ImportError:  # run from a checkout without `pip install -e .`
     from course_utils import experiments
 
 from course_utils.model import TinyGPT, lm_loss
-from course_utils.training import _autocast
+from course_utils.training import autocast
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # plain_gpt.py, next to this script
 from plain_gpt import PlainGPT, copy_weights
@@ -87,7 +87,7 @@ def step_time_ratio(
                 model, opt = models[name], opts[name]
                 _sync(device)
                 start = time.perf_counter()
-                with _autocast(device, cfg.amp):
+                with autocast(device, cfg.amp):
                     loss = lm_loss(model(x), y)
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
@@ -155,7 +155,7 @@ def gpu_benchmark(steps: int = 100, sweep: bool = True) -> dict:
 
     def step():
         x, y = corpus.batch("train", cfg.batch_size, cfg.block_size, g)
-        with _autocast(device, True):
+        with autocast(device, True):
             loss = lm_loss(model(x.to(device)), y.to(device))
         opt.zero_grad(set_to_none=True)
         loss.backward()

@@ -1,4 +1,4 @@
-"""The training loop shared by chapters 04 and 05: AdamW, linear warmup, optional bf16 autocast, probes.
+"""The training loop shared by chapters 04 and 05: AdamW, linear warmup, optional mixed precision, probes.
 
     history = train(model, corpus, TrainConfig(steps=200, lr=3e-3, warmup=30), label="pre-LN")
 
@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import math
 import sys
-from contextlib import nullcontext
+import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import torch
@@ -22,7 +23,18 @@ import torch
 from .i18n import _
 from .model import lm_loss
 
-__all__ = ["TrainConfig", "History", "ProgressBar", "lr_at", "z_loss_term", "train", "evaluate"]
+__all__ = [
+    "TrainConfig",
+    "History",
+    "ProgressBar",
+    "lr_at",
+    "amp_dtype",
+    "precision",
+    "autocast",
+    "z_loss_term",
+    "train",
+    "evaluate",
+]
 
 
 @dataclass
@@ -37,7 +49,7 @@ class TrainConfig:
     grad_clip: float | None = None
     seed: int = 0  # the batches' order
     record_every: int = 10  # attention probes every this many steps (0 = never)
-    amp: bool = False  # bf16 autocast (on CUDA)
+    amp: bool = False  # mixed precision: bf16 autocast, or fp16 with a gradient scaler without bf16 (amp_dtype)
     z_loss: float = 0.0  # PaLM's auxiliary loss: + z_loss * mean(logsumexp(logits)^2) (PaLM 1e-4, OLMo 2 1e-5)
     qk_norm_from: float | None = None  # QK-Norm layers stay bypassed until this fraction of the steps (chapter 06)
 
@@ -94,10 +106,48 @@ def lr_at(step: int, cfg: TrainConfig) -> float:
     return cfg.lr
 
 
-def _autocast(device: torch.device, amp: bool):
-    if amp and device.type == "cuda":
-        return torch.autocast("cuda", dtype=torch.bfloat16)
-    return nullcontext()
+def amp_dtype(device) -> torch.dtype | None:
+    """The low-precision dtype of mixed precision (TrainConfig.amp) on `device`; None: plain float32.
+
+    bf16 where the hardware computes it: a CPU (PyTorch's CPU autocast) and a CUDA GPU of compute capability 8.0 or
+    newer (A100, H100, H200, RTX 30xx and later). Older CUDA GPUs (the T4 of free notebook services, the V100) have
+    no fast bf16, so they get fp16, and fp16 needs a gradient scaler: its smallest normal number is 6e-5, and small
+    gradients would round to 0 without one. Apple's MPS backend trains in float32.
+    """
+    device = torch.device(device)
+    if device.type == "cpu":
+        return torch.bfloat16
+    if device.type == "cuda":
+        major, _minor = torch.cuda.get_device_capability(device)
+        return torch.bfloat16 if major >= 8 else torch.float16
+    return None
+
+
+def precision(device, amp: bool) -> str:
+    """What training on `device` computes in, in words: "bf16 autocast", "fp16 autocast with a gradient scaler",
+    or "float32"."""
+    dtype = amp_dtype(device) if amp else None
+    if dtype is torch.bfloat16:
+        return _("bf16 autocast")
+    if dtype is torch.float16:
+        return _("fp16 autocast with a gradient scaler (this GPU has no fast bf16)")
+    return _("float32")
+
+
+@contextmanager
+def autocast(device, amp: bool):
+    """The autocast context of mixed precision on `device` (amp_dtype), or a context that changes nothing.
+
+    Under autocast, nn.RMSNorm gets bf16 activations and a float32 gain, and torch warns that it cannot use its
+    fused kernel for that mix: a note on speed, not on the result, which would only puzzle a learner here."""
+    device = torch.device(device)
+    dtype = amp_dtype(device) if amp else None
+    if dtype is None:
+        yield
+        return
+    with warnings.catch_warnings(), torch.autocast(device.type, dtype=dtype):
+        warnings.filterwarnings("ignore", message="Mismatch dtype between input and weight")
+        yield
 
 
 def train(
@@ -115,6 +165,8 @@ def train(
     device = torch.device(device) if device is not None else next(model.parameters()).device
     model.to(device).train()
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay)
+    # fp16 (a CUDA GPU without bf16): the loss is scaled up before the backward pass and the gradients back down
+    scaler = torch.amp.GradScaler(device.type) if cfg.amp and amp_dtype(device) is torch.float16 else None
     generator = torch.Generator().manual_seed(cfg.seed)
     history = History(label)
     bar = ProgressBar(cfg.steps, label) if progress else None
@@ -134,7 +186,7 @@ def train(
             layer.record = probe
         x, y = corpus.batch("train", cfg.batch_size, cfg.block_size, generator)
         x, y = x.to(device), y.to(device)
-        with _autocast(device, cfg.amp):
+        with autocast(device, cfg.amp):
             logits = model(x)
             loss = lm_loss(logits, y)
             if cfg.z_loss:
@@ -150,12 +202,20 @@ def train(
         history.losses.append(value)
         history.lrs.append(lr)
         opt.zero_grad(set_to_none=True)
-        loss.backward()
+        if scaler is None:
+            loss.backward()
+        else:
+            scaler.scale(loss).backward()
+            scaler.unscale_(opt)  # the callback and the clipping see the true gradients
         if callback is not None:
             callback(step, model, loss)
         if cfg.grad_clip is not None:
             torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-        opt.step()
+        if scaler is None:
+            opt.step()
+        else:
+            scaler.step(opt)  # skipped when a gradient is inf or NaN; the scale is then lowered
+            scaler.update()
         if bar:
             bar.update()
     for layer in layers:
@@ -192,7 +252,7 @@ def evaluate(
     total = 0.0
     for _batch in range(batches):
         x, y = corpus.batch("val", batch_size, block_size, generator)
-        with _autocast(device, amp):
+        with autocast(device, amp):
             total += lm_loss(model(x.to(device)), y.to(device)).item()
     model.train()
     return total / batches
