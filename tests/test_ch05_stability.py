@@ -131,7 +131,7 @@ def test_auto_preset_follows_the_device(monkeypatch):
 def test_quick_preset_is_the_specified_model():
     cfg, train_cfg, corpus = build_run("quick", "qk_norm", 0.3)
     assert (cfg.n_layer, cfg.d_model, cfg.n_head, cfg.qk_norm) == (2, 64, 4, "head")
-    assert train_cfg.steps == 150 and train_cfg.lr == 0.3 and train_cfg.amp is False
+    assert train_cfg.steps == 200 and train_cfg.lr == 0.3 and train_cfg.amp is False
     assert max(PRESETS["quick"].lrs) == 0.3
 
 

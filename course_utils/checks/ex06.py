@@ -28,6 +28,7 @@ import torch
 import torch.nn.functional as F
 
 from ..attention import CausalSelfAttention, RotaryEmbedding
+from ..claims import check_claims, more
 from ..i18n import N_, _
 from ..model import Block
 from ..norms import RMSNorm
@@ -729,24 +730,26 @@ SWEEP_QUESTION = MultipleChoice(
 
 def sweep_facts(sweep) -> dict:
     """What the question asks about, read off a sweep of SWEEP_RECIPES at the top learning rate, as robust yes/no
-    facts (each held with a margin at seeds 0, 1 and 2 of the quick preset at SWEEP_STEPS steps); printed, and
+    facts (each held with a margin at seeds 0, 1 and 2 of the quick preset at SWEEP_STEPS steps, and at seed 0 in
+    every cell of the CPU matrix: docs/numerics.md); printed, and
     returned as {fact: bool}. The raw logits are the sweep's `max_attn_logit`, measured before any softcap."""
     top = max(SWEEP_LRS)
     llama, gemma2, gemma3 = (sweep.get(name, top) for name in SWEEP_RECIPES)
     facts = {
-        N_("Llama 3 fails (degraded or diverged)"): not llama.survived,
-        N_("Llama 3's largest raw logit is more than 1000x Gemma 3's"): llama.max_attn_logit
-        > 1000 * gemma3.max_attn_logit,
-        N_("Gemma 2's largest raw logit passed 10,000"): gemma2.max_attn_logit > 1e4,
-        N_("Gemma 2's largest raw logit is more than 100x Gemma 3's"): gemma2.max_attn_logit
-        > 100 * gemma3.max_attn_logit,
-        N_("Gemma 2 ends more than 0.5 nats below Llama 3"): gemma2.final_loss < llama.final_loss - 0.5,
-        N_("Gemma 3 ends more than 0.5 nats below Llama 3"): gemma3.final_loss < llama.final_loss - 0.5,
+        N_("Llama 3 fails (degraded or diverged)"): sweep.fails("llama3", top),
+        N_("Llama 3's largest raw logit is more than 1000x Gemma 3's"): more(
+            llama.max_attn_logit / gemma3.max_attn_logit, 1000
+        ),
+        N_("Gemma 2's largest raw logit passed 10,000"): more(gemma2.max_attn_logit, 1e4),
+        N_("Gemma 2's largest raw logit is more than 100x Gemma 3's"): more(
+            gemma2.max_attn_logit / gemma3.max_attn_logit, 100
+        ),
+        N_("Gemma 2 ends more than 0.5 nats below Llama 3"): more(llama.final_loss - gemma2.final_loss, 0.5),
+        N_("Gemma 3 ends more than 0.5 nats below Llama 3"): more(llama.final_loss - gemma3.final_loss, 0.5),
     }
     print(_("at lr {lr:g}:").format(lr=top))
-    for fact, holds in facts.items():
-        print(f"  {_(fact)}: {holds}")
-    return facts
+    check_claims("ex06.sweep", {_(fact): claim for fact, claim in facts.items()}, preset=sweep.preset.name)
+    return {fact: bool(claim) for fact, claim in facts.items()}
 
 
 EXERCISE = Exercise(
