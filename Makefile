@@ -2,6 +2,7 @@
 # the lock or pyproject.toml changed (the stamp file records the last install).
 #   make lab        set up, then open JupyterLab at the welcome chapter (COURSE_LANG=ja: the Japanese edition's)
 #   make test       set up, then run every test (lint, unit tests, strict nbval over all notebooks, browser suite)
+#   make matrix     strict nbval over the training notebooks under other CPU kernels and thread counts (CI runs it)
 #   make lint       ruff: the linter and the formatter's check (`make format` rewrites)
 #   make execute    re-execute notebooks in place on CPU, regenerate + execute their exercises
 #                   (NB="chapters/02_x.ipynb solutions/ex02_x.ipynb" for just those)
@@ -50,7 +51,7 @@ SLIDES_DIR   ?= artifacts/slides
 SLIDES_FLAGS := --to slides --no-prompt --SlidesExporter.reveal_scroll=True --SlidesExporter.reveal_number=c/t
 SLIDES_EXTRA ?=
 
-.PHONY: setup lab test lint format lock execute exercises translations bench slides browser-deps clean-venv
+.PHONY: setup lab test matrix lint format lock execute exercises translations bench slides browser-deps clean-venv
 
 setup: $(STAMP)
 
@@ -149,6 +150,12 @@ exercises: $(STAMP)
 # The Japanese edition from the English source and the translation files (tools/translate.py explains the format).
 translations: $(STAMP)
 	$(BIN)/python tools/translate.py build
+
+# The CPU matrix (tools/cpu_matrix.py, tests/test_cpu_matrix.py): strict nbval over every notebook that trains or
+# times anything, both editions, under other CPU kernels and thread counts (ATen's default/AVX2/AVX-512 code, MKL's
+# portable kernels, 1/2/4 threads). Too long for `make test`: .ci/run runs it after `make test`.
+matrix: $(STAMP)
+	COURSE_CPU_MATRIX=1 $(BIN)/python -m pytest -p no:xdist -rP tests/test_cpu_matrix.py
 
 bench: $(STAMP)
 	@for script in benchmarks/*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
