@@ -119,7 +119,8 @@ def environment(cell: str, **extra) -> dict:
     """This process's environment with the cell's switches (and without a COURSE_ variable the cell must not
     inherit from the shell: the tests' run cache, a language). OMP_NUM_THREADS also sets torch's thread count,
     through cpu_matrix_site/sitecustomize.py: torch alone would not take more threads than there are cores."""
-    env = {k: v for k, v in os.environ.items() if k not in ("COURSE_RUN_CACHE", "COURSE_LANG", "PYTEST_XDIST_WORKER")}
+    dropped = ("COURSE_RUN_CACHE", "COURSE_LANG")
+    env = {k: v for k, v in os.environ.items() if k not in dropped and not k.startswith("PYTEST_")}
     env.update(CELLS[cell])
     if "OMP_NUM_THREADS" in env and cell != "native":
         env["COURSE_TORCH_THREADS"] = env["OMP_NUM_THREADS"]
