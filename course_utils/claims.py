@@ -66,14 +66,15 @@ class Comparison:
     @property
     def margin(self) -> float:
         """How far the value is on the right side of its bound, relative to the bound: 0.2 means that the value
-        could move by 20 % of the bound before the claim flips; negative when the claim does not hold."""
+        could move by 20 % of the bound before the claim flips; negative when the claim does not hold. Against a
+        bound of 0 (`less(a - b, 0)`) there is no scale to be relative to, and the margin is the plain gap."""
         v, b = float(self.value), float(self.bound)
         if math.isnan(v) or math.isnan(b):
             return -math.inf
         gap = v - b if self.op in (">", ">=") else b - v
         if math.isinf(gap):
             return gap
-        return gap / max(abs(b), 1e-12)
+        return gap / abs(b) if b != 0 else gap
 
     def parts(self) -> list:
         return [self]

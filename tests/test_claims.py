@@ -50,7 +50,8 @@ def test_the_margin_is_the_distance_to_the_bound_relative_to_it():
     assert less(0.6, 0.5).margin == pytest.approx(-0.2)
     assert more(math.inf, 0.5).margin == math.inf and less(math.inf, 0.5).margin == -math.inf
     assert more(math.nan, 1).margin == -math.inf
-    assert more(1e-3, 0).margin > 0  # a bound of 0 does not divide by zero
+    assert less(-0.25, 0).margin == pytest.approx(0.25)  # against a bound of 0, the plain gap
+    assert more(-1e-3, 0).margin == pytest.approx(-1e-3)
 
 
 def test_joined_comparisons_hold_together_and_keep_the_smallest_margin():

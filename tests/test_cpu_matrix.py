@@ -97,3 +97,44 @@ def test_strict_nbval_passes_in_every_cell_of_the_matrix(cell, tmp_path):
     print(f"\n{cell}: {len(entries)} claims checked; the tightest margins:")
     for e in tightest:
         print(f"  {e['margin']:+.2f}  {e['key']} {e['index'] + 1}: {e['text'][:90]}")
+
+
+def test_the_report_shows_each_claims_tightest_margin_and_where(tmp_path):
+    """`report` turns a measurement log into docs/numerics.md's table: the stored run's margin, the tightest one at
+    the stored seed and over all seeds with the cell where it was met, and how often the claim held."""
+
+    def entry(cell, variant, margin, holds=True, key="ch05.top", index=0):
+        return {
+            "key": key,
+            "index": index,
+            "text": "QK-Norm | survives",
+            "holds": holds,
+            "margin": margin,
+            "values": [],
+            "cell": cell,
+            "notebook": "chapters/05_qk_norm_attention.ipynb",
+            "variant": variant,
+        }
+
+    rows = [
+        entry("native", "seed 0", 0.5),
+        entry("avx2-4", "seed 0", 0.25),
+        entry("default-1", "seed 3", -0.125, holds=False),
+        entry("native", "seed 0", None, key="ch05.top", index=1),
+        {
+            "run": True,
+            "cell": "native",
+            "notebook": "chapters/05_qk_norm_attention.ipynb",
+            "variant": "seed 0",
+            "errors": [],
+            "seconds": 1.0,
+            "claims": 2,
+        },
+    ]
+    log = tmp_path / "claims.jsonl"
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    text = cpu_matrix.report([log])
+    assert text.startswith("2 claims, 4 checks in 1 notebook runs over the cells native; 1 checks failed;")
+    first = "| `ch05.top` 1: QK-Norm \\| survives | +0.50 | +0.25 (avx2-4, seed 0) | -0.12 (default-1, seed 3) | 2/3 |"
+    assert first in text
+    assert "| 05 | `ch05.top` 2: QK-Norm \\| survives | – | – | – | 1/1 |" in text

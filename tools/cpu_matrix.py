@@ -282,12 +282,15 @@ def report(files) -> str:
             worst = min(numbered, key=lambda e: e["margin"])
             return worst["margin"], f"{worst['cell']}, {worst['variant']}"
 
+        def cell(margin, where):
+            return f"{_fmt(margin)} ({where})" if where else _fmt(margin)
+
         m0, w0 = tightest(at0)
         m_all, w_all = tightest(entries)
         holds = sum(e["holds"] for e in entries)
         lines.append(
-            f"| {Path(notebook).stem[:2]} | `{key}` {index + 1}: {text} | {_fmt(stored)} | {_fmt(m0)} ({w0}) | "
-            f"{_fmt(m_all)} ({w_all}) | {holds}/{len(entries)} |"
+            f"| {Path(notebook).stem[:2]} | `{key}` {index + 1}: {text} | {_fmt(stored)} | {cell(m0, w0)} | "
+            f"{cell(m_all, w_all)} | {holds}/{len(entries)} |"
         )
     errors = [r for r in runs if r["errors"]]
     n_runs = len({(r["cell"], r["notebook"], r["variant"]) for r in runs})
