@@ -12,6 +12,7 @@
 #   make slides     export every chapter to reveal.js decks in artifacts/slides/ (open the .slides.html files)
 #   make lock       re-resolve uv.lock from pyproject.toml and regenerate requirements*.txt and environment.yml
 #   make browser-deps  find Chromium/Chrome for the browser tests; as root, install Debian's chromium if none
+#   make sandbox-deps  find bubblewrap, the grader's sandbox; as root, install Debian's bubblewrap if none
 #
 # Switches (each one a make variable):
 #   TORCH=cpu       Linux: PyTorch's CPU-only build (about 0.4 GB of downloads in all) instead of PyPI's default,
@@ -51,7 +52,7 @@ SLIDES_DIR   ?= artifacts/slides
 SLIDES_FLAGS := --to slides --no-prompt --SlidesExporter.reveal_scroll=True --SlidesExporter.reveal_number=c/t
 SLIDES_EXTRA ?=
 
-.PHONY: setup lab test matrix lint format lock execute exercises translations bench slides browser-deps clean-venv
+.PHONY: setup lab test matrix lint format lock execute exercises translations bench slides browser-deps sandbox-deps clean-venv
 
 setup: $(STAMP)
 
@@ -87,7 +88,7 @@ ALLOW_ROOT  = $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root)
 lab: $(STAMP)
 	$(BIN)/jupyter lab --ServerApp.root_dir=. $(ALLOW_ROOT) $(LAB_ARGS) $(EDITION)chapters/00_welcome.ipynb
 
-test: lint browser-deps
+test: lint browser-deps sandbox-deps
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile
 
 # ruff, configured in pyproject.toml: lint rules and the formatter, over every .py file and notebook.
@@ -113,6 +114,18 @@ format: $(STAMP)
 BROWSERS     = $(if $(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON)) tests/browser_support.py
 BROWSER_FONTS := fonts-noto-color-emoji fonts-ipaexfont-gothic
 APT_INSTALL := apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends
+# The grader runs each submission in bubblewrap's sandbox (course_utils/grading/sandbox.py): find bwrap, or as root
+# install Debian's bubblewrap. Without it the grader refuses to run (unless --no-sandbox) and its tests skip.
+sandbox-deps:
+	@if [ "$$(uname -s)" = Linux ] && ! command -v bwrap >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "sandbox-deps: installing Debian's bubblewrap with apt-get"; \
+	    $(APT_INSTALL) bubblewrap >/dev/null || echo "sandbox-deps: apt-get could not install bubblewrap" >&2; \
+	  else \
+	    echo "sandbox-deps: bubblewrap (bwrap) not found: the grader's sandbox tests skip; install it (apt-get install bubblewrap)"; \
+	  fi; \
+	fi
+
 browser-deps:
 	@plan=$$($(BROWSERS) --plan) || exit 1; \
 	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \

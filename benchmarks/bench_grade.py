@@ -5,8 +5,9 @@
 1. Throughput: 40 ex01 submissions (half solved, a quarter untouched, an eighth with a wrong
    layer_norm, an eighth with it renamed), graded by `python -m course_utils.grade --jobs 2` from the
    command line, as an instructor runs it (process start, kernel starts, the gradebook and the feedback
-   files included). Target: under 180 s. Beside it, the same 40 notebooks executed plainly with
-   nbclient, 2 at a time (fresh kernel + the notebook, nothing else), and the ratio of the two.
+   files included), each kernel in its sandbox where bubblewrap runs. Target: under 180 s. Beside it,
+   the same 40 notebooks executed plainly with nbclient, 2 at a time (fresh kernel + the notebook,
+   nothing else), and the ratio of the two.
 2. Overhead per submission, one at a time: grading one solved notebook (reading it, a fresh kernel +
    `import torch` + the notebook + the graded calls + the comparison) against executing the same
    notebook plainly with nbclient (fresh kernel + the notebook), as a ratio (target: at most 1.10x; the
@@ -36,6 +37,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from course_utils.exercises import BEGIN, END, make_exercise  # noqa: E402
+from course_utils.grading import sandbox  # noqa: E402
+
+SANDBOXED, WHY_NOT = sandbox.available()  # the grader's default: each kernel in bubblewrap's sandbox
 
 SOLUTION = ROOT / "solutions" / "ex01_layernorm.ipynb"
 
@@ -111,6 +115,7 @@ def grade_one(path: Path) -> float:
         "cell_timeout": 60,
         "known_exercises": ["ex01_layernorm"],
         "solutions": str(ROOT / "solutions"),
+        "sandbox": SANDBOXED,
     }
     start = time.perf_counter()
     result = grade_submission(task)
@@ -142,6 +147,7 @@ def main() -> int:
                 "4242",
                 "--out",
                 "grades.csv",
+                *([] if SANDBOXED else ["--no-sandbox"]),
             ],
             cwd=tmp,
             capture_output=True,
@@ -175,6 +181,7 @@ def main() -> int:
 
     load = ", ".join(f"{v:.2f}" for v in os.getloadavg()) if hasattr(os, "getloadavg") else "unknown"
     print(f"machine: {os.cpu_count()} CPUs, load average now {load} (1, 5, 15 min)")
+    print(f"sandbox: {'bubblewrap, one per kernel' if SANDBOXED else f'none ({WHY_NOT})'}")
     verdict = "met" if batch < 180 else "MISSED"
     print(
         f"grading throughput: {args.submissions} submissions with --jobs {args.jobs} in {batch:.1f} s "

@@ -31,8 +31,10 @@ at least one (status grader-error: no grade, not kept in the state file, the tra
 grades.grader-errors.log next to the CSV, and a message saying what to report); 2 for a usage error;
 130 when interrupted.
 
-Submissions are code. Run the grader as a separate user or in a container for a class you do not trust
-(docs/grading.md).
+Submissions are code. On Linux each kernel runs in bubblewrap's sandbox (course_utils/grading/sandbox.py): the
+course read-only, no network, its own processes only, none of the grader's files or the other submissions in
+sight. Where bubblewrap cannot run the grader refuses unless --no-sandbox (docs/grading.md: what is then at risk,
+and a container per submission instead). A submission that kills its worker process costs its own row only.
 """
 
 from __future__ import annotations
@@ -40,21 +42,26 @@ from __future__ import annotations
 import argparse
 import csv
 import datetime
+import hashlib
 import json
 import os
 import platform
 import re
 import secrets
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import get_context
 from pathlib import Path
 
 from .. import i18n
 from ..i18n import N_, _
+from . import sandbox
 from .run import GRADER_ERROR, GRADER_VERSION, STATUSES, file_sha256, grade_submission, mark_grader_error, worker_init
 
 __all__ = ["main", "discover", "Submission"]
@@ -387,6 +394,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--exercise", default=None, help="grade only this exercise id; others get wrong-exercise")
     p.add_argument("--force", action="store_true", help="grade again even unchanged, already graded submissions")
     p.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="run the kernels without bubblewrap's sandbox, as yourself: only for submissions you trust, where "
+        "bubblewrap cannot run (macOS); docs/grading.md says what is then at risk",
+    )
+    p.add_argument(
         "--lang",
         choices=i18n.LANGUAGES,
         default="en",
@@ -408,6 +421,17 @@ def _main(args, argv) -> int:
         return 2
     out = Path(args.out)
     feedback = Path(args.feedback) if args.feedback else out.parent / "feedback"
+    if not args.no_sandbox:
+        ok, why = sandbox.available()
+        if not ok:
+            print(
+                f"error: the grader runs each submission in a sandbox, and cannot here: {why}.\n"
+                "Submissions are code: without the sandbox they run as you, and can read your files, rewrite the\n"
+                "gradebook or leave processes behind. For submissions you trust, pass --no-sandbox; otherwise grade\n"
+                "in a container, one per submission (docs/grading.md).",
+                file=sys.stderr,
+            )
+            return 2
     state = State(out.with_name(out.stem + ".state.jsonl"))
     submissions = discover(args.submissions, skip=(out,))
     if not submissions:
@@ -431,6 +455,9 @@ def _main(args, argv) -> int:
     }
     start = time.perf_counter()
     results, todo, skipped = {}, [], 0
+    # what a sandboxed kernel must not see: the grader's outputs and state, and the other submissions
+    log = out.with_name(out.stem + ".grader-errors.log")
+    hidden = [str(p) for p in (out.parent, out, state.path, log, feedback, *map(Path, args.submissions))]
     for sub in submissions:
         if sub.path is None:
             results[sub.display] = _folder_row(sub, seed, config)
@@ -459,6 +486,8 @@ def _main(args, argv) -> int:
                     "known_exercises": known_exercises(),
                     "solutions": str(SOLUTIONS),
                     "lang": args.lang,
+                    "sandbox": not args.no_sandbox,
+                    "hidden": hidden,
                 }
             )
     interrupted = _grade_all(todo, max(1, args.jobs), state, results)
@@ -471,7 +500,7 @@ def _main(args, argv) -> int:
         write_csv(rows, out)
     print(summary(rows, time.perf_counter() - start, skipped))
     print(_("seed {seed}; gradebook {out}; feedback in {feedback}/").format(seed=seed, out=out, feedback=feedback))
-    failed = report_grader_errors(rows, out.with_name(out.stem + ".grader-errors.log"), argv, seed)
+    failed = report_grader_errors(rows, log, argv, seed)
     if interrupted:
         print(
             _("interrupted: {done} of {total} graded; run the same command again to resume").format(
@@ -584,58 +613,114 @@ def _folder_row(sub: Submission, seed: int, config: dict) -> dict:
     }
 
 
+def _failed_row(task: dict, status: str, reason: str, exc: BaseException | None = None) -> dict:
+    """A row for a submission that has no result of its own (its grading process died)."""
+    row = {
+        "path": task["display"],
+        "learner": task["learner"],
+        "exercise": "",
+        "status": status,
+        "reason": reason,
+        "sha256": task["sha256"],
+        "items": [],
+        "total": 0.0,
+        "max": 0.0,
+        "free_text": [],
+        "cell_errors": [],
+        "identified_by": "",
+        "seed": task["seed"],
+        "config": task["config"],
+    }
+    if exc is not None:
+        row["traceback"] = "".join(traceback.format_exception(exc))[-20_000:]
+    return row
+
+
+def _grade_marked(task: dict, started: str) -> dict:
+    """grade_submission, leaving a mark in the folder `started` while it runs: when a worker process dies, the
+    marks left behind name the submissions that were being graded (one of them killed it)."""
+    mark = Path(started) / hashlib.sha256(task["display"].encode()).hexdigest()
+    mark.write_text(task["display"], encoding="utf-8")
+    try:
+        return grade_submission(task)
+    finally:
+        mark.unlink(missing_ok=True)
+
+
 def _grade_all(todo: list, jobs: int, state: State, results: dict) -> int:
-    """Grade in `jobs` worker processes with a progress bar; returns how many were left when interrupted."""
+    """Grade in `jobs` worker processes with a progress bar; returns how many were left when interrupted.
+
+    One submission's failure costs one row. A submission that kills its worker process (a signal to the
+    grader, outside the sandbox) breaks the process pool: the submissions that were being graded then are
+    graded again, each alone in a pool of its own, and the queued ones in a new pool. One that breaks its pool
+    alone gets a kernel-died row that says so; the others are graded as if nothing had happened."""
     if not todo:
         return 0
     from tqdm import tqdm
 
     pending = {t["display"] for t in todo}
     bar = tqdm(total=len(todo), desc="grading", unit="notebook", file=sys.stderr, dynamic_ncols=True)
-    pool = ProcessPoolExecutor(
-        max_workers=min(jobs, len(todo)), mp_context=get_context("spawn"), initializer=worker_init
-    )
+
+    def done(result: dict) -> None:
+        results[result["path"]] = result
+        pending.discard(result["path"])
+        if result["status"] in STATUSES:
+            state.record(result)
+        bar.set_postfix_str(f"{result['learner'][:16]}: {result['status']}", refresh=False)
+        bar.update(1)
+
+    started = Path(tempfile.mkdtemp(prefix="course-grade-running-"))
+    queue, suspects, pool = list(todo), [], None
     try:
-        futures = {pool.submit(grade_submission, task): task for task in todo}
-        for future in as_completed(futures):
-            task = futures[future]
-            try:
-                result = future.result()
-            except Exception as exc:  # a worker process died: still a row
-                result = {
-                    "path": task["display"],
-                    "learner": task["learner"],
-                    "exercise": "",
-                    "status": GRADER_ERROR,
-                    "reason": _("not graded: the grading process failed ({error})").format(
+        while queue or suspects:
+            alone = not queue  # the suspects, one at a time
+            batch = [suspects.pop(0)] if alone else queue
+            queue = [] if not alone else queue
+            pool = ProcessPoolExecutor(
+                max_workers=1 if alone else min(jobs, len(batch)),
+                mp_context=get_context("spawn"),
+                initializer=worker_init,
+            )
+            futures = {pool.submit(_grade_marked, task, str(started)): task for task in batch}
+            broken = []
+            for future in as_completed(futures):
+                task = futures[future]
+                try:
+                    done(future.result())
+                except BrokenProcessPool as exc:
+                    broken.append((task, exc))
+                except Exception as exc:  # the grader's own failure outside grade_submission: still a row
+                    reason = _("not graded: the grading process failed ({error})").format(
                         error=f"{type(exc).__name__}: {str(exc)[:160]}"
-                    ),
-                    "traceback": "".join(traceback.format_exception(exc))[-20_000:],
-                    "sha256": task["sha256"],
-                    "items": [],
-                    "total": 0.0,
-                    "max": 0.0,
-                    "free_text": [],
-                    "cell_errors": [],
-                    "identified_by": "",
-                    "seed": task["seed"],
-                    "config": task["config"],
-                }
-            results[result["path"]] = result
-            pending.discard(result["path"])
-            if result["status"] in STATUSES:
-                state.record(result)
-            bar.set_postfix_str(f"{result['learner'][:16]}: {result['status']}", refresh=False)
-            bar.update(1)
+                    )
+                    done(_failed_row(task, GRADER_ERROR, reason, exc))
+            pool.shutdown(wait=True, cancel_futures=True)
+            pool = None
+            running = {p.read_text(encoding="utf-8") for p in started.iterdir()}
+            for p in started.iterdir():
+                p.unlink()
+            for task, exc in broken:
+                if alone:  # it broke a pool of its own: this submission killed the grader's process
+                    reason = _(
+                        "the grader's process running this notebook was killed (a signal sent by the notebook, "
+                        "or memory); the other submissions were graded without it"
+                    )
+                    done(_failed_row(task, "kernel-died", reason, exc))
+                elif task["display"] in running:
+                    suspects.append(task)
+                else:
+                    queue.append(task)
     except KeyboardInterrupt:  # stop the workers (each kills its kernel); what was graded is in the state file
-        workers = list(getattr(pool, "_processes", {}).values())
-        for process in workers:
-            process.terminate()
-        pool.shutdown(wait=False, cancel_futures=True)
-        for process in workers:
-            process.join(5)
+        if pool is not None:
+            workers = list(getattr(pool, "_processes", {}).values())
+            for process in workers:
+                process.terminate()
+            pool.shutdown(wait=False, cancel_futures=True)
+            for process in workers:
+                process.join(5)
         bar.close()
         return len(pending) or 1
+    finally:
+        shutil.rmtree(started, ignore_errors=True)
     bar.close()
-    pool.shutdown()
     return 0

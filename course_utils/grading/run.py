@@ -45,6 +45,7 @@ from .. import i18n
 from ..i18n import N_, _
 from .judge import judge
 from .kernel import encode, kernel_source
+from .sandbox import Sandbox, kernel_manager
 
 GRADER_VERSION = 2  # 2: forbidden calls (course_utils.checks.forbidden) earn no points
 MAX_NOTEBOOK_BYTES = 50 * 1024 * 1024
@@ -288,10 +289,14 @@ def _grader_cell(source: str):
     return cell
 
 
-def _kernel_env(lang: str = "en") -> dict:
+def _kernel_env(lang: str = "en", private: Path | None = None) -> dict:
     """The kernel's environment: CPU only, deterministic, and the grader's language (COURSE_LANG, course_utils/i18n.py),
-    so that what the notebook prints is in the language of the feedback."""
+    so that what the notebook prints is in the language of the feedback. IPython's and matplotlib's folders are
+    in `private` (the submission's own folder): not the instructor's profile, and writable in the sandbox."""
     env = dict(os.environ)
+    if private is not None:
+        for name, folder in (("IPYTHONDIR", "ipython"), ("MPLCONFIGDIR", "matplotlib"), ("XDG_CACHE_HOME", "cache")):
+            env[name] = str(private / folder)
     env.update(
         {
             "COURSE_LANG": lang,
@@ -314,8 +319,9 @@ class _Stop:
         self.status, self.reason = status, reason
 
 
-async def _run_in_kernel(nb, workdir: Path, iodir: Path, items: list, seed: int, limits: dict) -> dict:
-    """Execute the notebook, then each graded call; returns {"answers", "stop", "cell_errors", "printed"}."""
+async def _run_in_kernel(nb, workdir: Path, iodir: Path, items: list, seed: int, limits: dict, sandbox=None) -> dict:
+    """Execute the notebook, then each graded call; returns {"answers", "stop", "cell_errors", "printed"}.
+    `sandbox` (course_utils.grading.sandbox.Sandbox, or None) is where the kernel runs."""
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
     nb = copy.deepcopy(nb)
@@ -342,6 +348,7 @@ async def _run_in_kernel(nb, workdir: Path, iodir: Path, items: list, seed: int,
         iopub_timeout=10,
         startup_timeout=STARTUP_TIMEOUT,
     )
+    client.km = kernel_manager(sandbox, iodir, kernel_name="python3")
     client.grader_notes = {}
     answers, stop, running = {}, None, {"item": None}
     current = _("the kernel's start")
@@ -357,7 +364,10 @@ async def _run_in_kernel(nb, workdir: Path, iodir: Path, items: list, seed: int,
     kernel = None
     try:
         async with client.async_setup_kernel(
-            cwd=str(workdir), env=_kernel_env(i18n.language()), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            cwd=str(workdir),
+            env=_kernel_env(i18n.language(), workdir.parent),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         ):
             kernel = client.km
             _KERNELS.add(kernel)
@@ -656,7 +666,8 @@ def _grade_into(result: dict, path: Path, task: dict) -> None:
         iodir.mkdir()
         _copy_submission(path, workdir, task.get("copy_folder", False))
         limits = {"timeout": task["timeout"], "cell_timeout": task["cell_timeout"]}
-        run = _in_thread(_run_in_kernel(nb, workdir, iodir, items, task["seed"], limits))
+        sandbox = Sandbox(root, hidden=task.get("hidden", ())) if task.get("sandbox") else None
+        run = _in_thread(_run_in_kernel(nb, workdir, iodir, items, task["seed"], limits, sandbox))
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
