@@ -9,11 +9,22 @@ Three kinds of calls are watched, each by the name `runtime_key` gives it:
     ops      torch functions and Tensor methods, through a torch.overrides.TorchFunctionMode: every torch
              function a call makes is seen, whatever name or alias reached it (torch.var, x.var,
              getattr(torch, "v" + "ar"), torch.ops.aten.var), but only at the outermost level: what runs
-             inside a torch function is hidden from the mode
+             inside a torch function is hidden from the mode. The ATen ops among them ("aten::var",
+             "prims::var") are also watched below it, by a TorchDispatchMode: whatever Python spelling
+             reached the op (torch._VF, torch._C._VariableFunctions, torch._refs, torch.ops.prims), even
+             with torch functions switched off (torch._C.DisableTorchFunction)
     python   Python functions (the course's references, torch.nn modules' forward, torch.nn.functional),
              through a profile hook (sys.setprofile): every call at any depth, through any import alias,
              matched by the module and qualified name of the code that runs
-    c        C functions outside torch (numpy's ndarray.var), through the same profile hook
+    c        C functions (numpy's ndarray.var, torch.var, a Tensor's var method), through the same profile hook
+
+The profile hook is also set for the threads that start inside the trace (threading.setprofile), so what they
+call is recorded as well. A trace checks that it was really in place: entering and leaving, it makes a call
+that each of its layers must see (a canary: torch.lcm for the modes and the C hook, a Python function for
+the Python hook), and it records, in `tampered`, why it cannot vouch for what it saw: a layer that missed
+its canary ("tracing-off": the notebook replaced or switched off what the trace relies on), a call that
+switches tracing off inside the traced code (sys.setprofile, torch._C.DisableTorchFunction, popping the
+torch mode stack), or Python threads of the notebook's own running beside the traced call ("threads").
 
 The learners' checks (course_utils.checks) and the grader's messenger in the learner's kernel
 (course_utils.grading.kernel) run this same code. This file must stay self-contained: the grader sends
@@ -76,7 +87,12 @@ class CallTrace:
         self.c = frozenset(k for k in watch.get("c", ()) if isinstance(k, str))
         self._c_names = frozenset(k.rsplit(".", 1)[-1] for k in self.c)
         self.hits = []
+        self.tampered = []  # why the trace cannot vouch for what it saw: "tracing-off", "threads"
         self._seen = set()
+        self._dispatch = None
+        self._canary_on = False
+        self._canary_seen = set()
+        self._threads_before = None
         self._codes = {}  # code object -> its key when watched, else None
         self._op_keys = {}  # torch function -> its key when watched, else None
         self._mode = None
@@ -91,31 +107,73 @@ class CallTrace:
                 self._mode.__enter__()
             except Exception:  # torch's overrides replaced or broken: no op trace
                 self._mode = None
+            if any("::" in k for k in self.ops):
+                try:
+                    self._dispatch = _dispatch_class()(self)
+                    self._dispatch.__enter__()
+                except Exception:
+                    self._dispatch = None
         if self.python or self.c:
             try:
                 previous = sys.getprofile()
                 if previous is None or isinstance(getattr(previous, "__self__", None), CallTrace):
                     self._previous = previous  # an outer trace keeps recording through this one
-                    sys.setprofile(self._profile)
                     self._profiling = True
+                    sys.setprofile(self._profile)
+                    _set_thread_profile(self._profile)
             except Exception:
                 self._profiling = False
+        self._threads_before = _other_threads()
+        self._check_canaries("entering")
         return self
 
     def __exit__(self, *exc):
+        self._check_canaries("leaving")
+        if self._threads_before or _other_threads() - (self._threads_before or set()):
+            self._tamper("threads")
         if self._profiling:
             self._profiling = False
             try:
                 sys.setprofile(self._previous)
+                _set_thread_profile(None)
             except Exception:
                 pass
-        if self._mode is not None:
-            mode, self._mode = self._mode, None
-            try:
-                mode.__exit__(None, None, None)
-            except Exception:  # the traced code left the mode stack in another state
-                pass
+        for attr in ("_dispatch", "_mode"):
+            mode = getattr(self, attr)
+            if mode is not None:
+                setattr(self, attr, None)
+                try:
+                    mode.__exit__(None, None, None)
+                except Exception:  # the traced code left the mode stack in another state
+                    pass
         return False
+
+    # ------------------------------------------------------------------------------------------------
+    def _tamper(self, reason):
+        if reason not in self.tampered:
+            self.tampered.append(reason)
+
+    def _check_canaries(self, when):
+        """Make the call each active layer must see; a layer that does not see it was switched off."""
+        expected = set()
+        if self._mode is not None:
+            expected.add("function")
+        if self._dispatch is not None:
+            expected.add("dispatch")
+        if self._profiling:
+            expected.update(("python", "c") if self.c else ("python",))
+        if not expected:
+            return
+        self._canary_seen = set()
+        self._canary_on = True
+        try:
+            _canary()
+        except Exception:
+            pass
+        finally:
+            self._canary_on = False
+        if expected - self._canary_seen:
+            self._tamper("tracing-off")
 
     # ------------------------------------------------------------------------------------------------
     def _hit(self, key):
@@ -123,7 +181,10 @@ class CallTrace:
             self._seen.add(key)
             self.hits.append(key)
 
-    def _op(self, func):
+    def _op(self, func, layer="function"):
+        if self._canary_on:
+            self._canary_seen.add(layer)
+            return
         try:
             key = self._op_keys.get(func, _MISSING)
             if key is _MISSING:
@@ -135,7 +196,24 @@ class CallTrace:
             pass
 
     def _profile(self, frame, event, arg):
+        if not self._profiling:
+            return
         try:
+            if self._canary_on:
+                if event == "call" and frame.f_code is _canary_python.__code__:
+                    self._canary_seen.add("python")
+                elif event == "c_call" and getattr(arg, "__name__", None) == "lcm":
+                    self._canary_seen.add("c")
+                return
+            if event == "c_call" and getattr(arg, "__name__", None) == "start_new_thread":
+                self._tamper("threads")  # traced by the profile hook when threading started it, but not by the modes
+            elif (
+                event == "c_call"
+                and getattr(arg, "__name__", None) in _SWITCHES
+                and frame.f_code.co_filename != _canary_python.__code__.co_filename  # not a trace's own switch
+                and _switches_tracing_off(arg)
+            ):
+                self._tamper("tracing-off")
             if event == "call":
                 code = frame.f_code
                 key = self._codes.get(code, _MISSING)
@@ -146,6 +224,10 @@ class CallTrace:
                     self._hit(key)
             elif event == "c_call" and self._c_names and getattr(arg, "__name__", None) in self._c_names:
                 key = runtime_key(arg)
+                if key not in self.c:  # a method of a Tensor subclass (a Parameter): its Tensor name
+                    bound = getattr(arg, "__self__", None)
+                    if bound is not None and _is_tensor(bound):
+                        key = "torch.Tensor." + arg.__name__
                 if key in self.c:
                     self._hit(key)
             if self._previous is not None:
@@ -154,7 +236,69 @@ class CallTrace:
             pass
 
 
+_SWITCHES = frozenset(("setprofile", "settrace", "__exit__"))
+
+
+def _switches_tracing_off(fn):
+    """True for a C function that switches a trace's layers off: sys.setprofile or sys.settrace, or leaving
+    torch._C.DisableTorchFunction (whose __enter__ Python does not report). (Popping the trace's modes off
+    torch's stacks is seen by the canary, or leaves the C hook to see the call.)"""
+    name = getattr(fn, "__name__", "")
+    bound = getattr(fn, "__self__", None)
+    if name == "__exit__":
+        return type(bound).__name__ in ("DisableTorchFunction", "DisableTorchFunctionSubclass", "_DisableTorchDispatch")
+    if name in ("setprofile", "settrace"):
+        return getattr(bound, "__name__", None) in ("sys", "threading", "_thread")
+    return True
+
+
+def _is_tensor(value):
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.Tensor)
+
+
+def _canary_python():
+    """Called by a trace's canary: the Python hook must see it."""
+    return 0
+
+
+def _canary():
+    """One call that every layer of a trace must see: a Python function, then torch.lcm (a torch function, an
+    ATen op and a C function at once), which no exercise's code has a reason to call."""
+    _canary_python()
+    import torch
+
+    torch.lcm(torch.ones(1, dtype=torch.int64), torch.ones(1, dtype=torch.int64))
+
+
+def _other_threads():
+    """The notebook's own Python threads, besides the one that makes the traced call: a thread that is not a
+    daemon (Jupyter's, IPython's and the kernel's own threads all are), or one that runs the notebook's code."""
+    import threading
+
+    current = threading.get_ident()
+    return {
+        t.ident
+        for t in threading.enumerate()
+        if t.ident != current and t is not threading.main_thread() and _the_notebooks(t)
+    }
+
+
+def _the_notebooks(thread):
+    if not thread.daemon:
+        return True
+    target = getattr(thread, "_target", None)
+    return "__main__" in (getattr(target, "__module__", None), type(thread).__module__)
+
+
+def _set_thread_profile(fn):
+    import threading
+
+    threading.setprofile(fn)
+
+
 _MODE_CLASS = []
+_DISPATCH_CLASS = []
 
 
 def _mode_class():
@@ -173,3 +317,26 @@ def _mode_class():
 
         _MODE_CLASS.append(_TraceMode)
     return _MODE_CLASS[0]
+
+
+def _dispatch_class():
+    """The TorchDispatchMode that reports each ATen op to its trace, below every Python spelling of it."""
+    if not _DISPATCH_CLASS:
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        class _TraceDispatch(TorchDispatchMode):
+            def __init__(self, trace):
+                super().__init__()
+                self.trace = trace
+
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                self.trace._op(getattr(func, "overloadpacket", func), "dispatch")
+                return func(*args, **(kwargs or {}))
+
+        # torch wraps a mode's __torch_dispatch__ so that torch.compile skips it, and the wrapper imports
+        # torch._dynamo on its first call: 1.4 s, in every kernel. Nothing here is compiled: skip the import.
+        original = getattr(_TraceDispatch.__dict__.get("__torch_dispatch__"), "__wrapped__", None)
+        if original is not None:
+            setattr(original, "__dynamo_disable", original)
+        _DISPATCH_CLASS.append(_TraceDispatch)
+    return _DISPATCH_CLASS[0]

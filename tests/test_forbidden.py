@@ -650,7 +650,10 @@ def test_what_a_call_returns_is_invisible_to_the_scan_and_caught_by_the_trace():
     assert report.forbidden == ["course_utils.model.Block"] and all(case.passed for case in report.cases)
 
 
-def test_a_call_made_in_another_thread_is_not_traced():
+def test_a_call_made_in_another_thread_is_traced_and_marked_for_review():
+    """A thread started inside the traced call runs with the trace's profile hook (threading.setprofile): its
+    C-level call of torch.var is recorded, and the item is marked for review, since the torch modes do not
+    reach into threads."""
     import threading
 
     def in_a_thread(x, gamma=None, beta=None, eps=1e-5):
@@ -661,7 +664,9 @@ def test_a_call_made_in_another_thread_is_not_traced():
         worker.join()
         return _affine((x - x.mean(-1, keepdim=True)) / torch.sqrt(box["v"] + eps), gamma, beta)
 
-    assert ex01.LAYER_NORM_CHECK.evaluate(in_a_thread).passed  # a documented limit (docs/grading.md)
+    report = ex01.LAYER_NORM_CHECK.evaluate(in_a_thread)
+    assert not report.passed and report.forbidden == ["torch.var"] and report.review == ["threads"]
+    assert "Not verified" in report.text()
 
 
 def test_every_solution_notebook_is_clean_for_the_graders_scan():
@@ -681,7 +686,9 @@ def test_a_kernel_that_disables_its_trace_is_still_caught_by_the_graders_scan(mo
     monkeypatch.setattr(torch.overrides.TorchFunctionMode, "__exit__", lambda self, *exc: None)
     with forbidden.trace_for(ex01.LAYER_NORM_CHECK) as trace:
         ln_functional(torch.randn(2, 4))
-    assert trace.hits == []  # the kernel's evidence is gone ...
+    # the Python and function-mode layers are gone, which their canaries show; the dispatch layer still sees
+    # the ATen op ...
+    assert trace.hits == ["aten::native_layer_norm"] and trace.tampered == ["tracing-off"]
     monkeypatch.undo()
     cells = ["import torch.nn.functional as F\n", TRACE_DISABLED]
     assert forbidden.notebook_hits(ex01.LAYER_NORM_CHECK, cells, "layer_norm") == ["torch.nn.functional.layer_norm"]
@@ -709,7 +716,7 @@ def test_the_trace_leaves_nothing_behind_and_changes_no_result():
     with forbidden.trace_for(ex01.LAYER_NORM_CHECK) as trace:
         y = ln_torch_var(x)
     assert sys.getprofile() is None and _get_current_function_mode_stack() == []
-    assert torch.equal(y, ln_torch_var(x)) and trace.hits == ["torch.var"]
+    assert torch.equal(y, ln_torch_var(x)) and trace.hits == ["torch.var", "aten::var"] and trace.tampered == []
 
 
 def test_the_trace_leaves_a_profiler_it_finds_alone():
@@ -735,7 +742,7 @@ def test_the_kernel_traces_each_call_and_the_judge_trusts_only_names_it_forbids(
     request.write_text(json.dumps(_request(item.kind, item.check, 3)), encoding="utf-8")
     kernel.call_learner_function({"layer_norm": ln_obfuscated}, "layer_norm", str(request), str(answer))
     sent = json.loads(answer.read_text(encoding="utf-8"))
-    assert sent["status"] == "ok" and sent["trace"] == ["torch.var"]
+    assert sent["status"] == "ok" and sent["trace"] == ["torch.var", "aten::var"] and sent["tampered"] == []
     assert judge(item.kind, item.graded, item.check, sent, 3).forbidden == ["torch.var"]
     sent["trace"] = ["os.system", 42, "torch.var"]  # a forged trace: unknown keys are dropped
     assert judge(item.kind, item.graded, item.check, sent, 3).forbidden == ["torch.var"]
@@ -749,3 +756,17 @@ def test_the_overhead_of_a_check_stays_small():
     for _ in range(5):
         assert ex01.LAYER_NORM_CHECK.evaluate(ln_allowed).passed
     assert (time.perf_counter() - start) / 5 < 0.5
+
+
+def test_the_trace_does_not_import_torch_dynamo():
+    """A dispatch mode's first op imports torch._dynamo (1.4 s in every kernel, and in every learner's first
+    check) unless the trace tells torch's wrapper that nothing is compiled here."""
+    code = (
+        "import sys, torch\n"
+        "from course_utils.tracing import CallTrace\n"
+        "with CallTrace({'ops': ['aten::var'], 'python': ['x.y'], 'c': ['torch.var']}) as t:\n"
+        "    torch.ones(3).var()\n"
+        "print(t.hits, t.tampered, 'torch._dynamo' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.stdout.strip() == "['aten::var'] [] False", out.stderr[-2000:]

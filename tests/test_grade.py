@@ -541,6 +541,7 @@ def test_every_exercise_grades_its_solution_with_full_marks(tmp_path):
             full,
             full,
         ), row
+        assert row["review"] == "", row  # an honest solution is never marked for review
 
 
 # ------------------------------------------------------------------------------------------------------

@@ -166,6 +166,7 @@ class CheckReport:
     message: str = ""
     forbidden: list = field(default_factory=list)  # the forbidden calls the function makes (checks/forbidden.py)
     forbidden_hint: str = ""
+    review: list = field(default_factory=list)  # why the trace cannot vouch for the calls (REVIEW_REASONS' codes)
 
     @property
     def passed(self) -> bool:
@@ -183,6 +184,20 @@ class CheckReport:
 
     def text(self) -> str:
         """The verdict in words, in the current language (the English text is the catalog's msgid)."""
+        verdict = self._verdict_text()
+        if not self.review:
+            return verdict
+        why = "; ".join(_(REVIEW_REASONS[code]) for code in self.review if code in REVIEW_REASONS)
+        return (
+            verdict
+            + "\n"
+            + "   "
+            + _(
+                "⚠ Not verified: {why}. What this function calls cannot be checked, so your instructor will look at it."
+            ).format(why=why)
+        )
+
+    def _verdict_text(self) -> str:
         name = shown(self.name)
         if self.forbidden:
             return self._forbidden_text(name)
@@ -254,6 +269,23 @@ class CheckReport:
 
     def _ipython_display_(self):
         """The check already printed this report; showing it again as the cell's value would repeat it."""
+
+
+REVIEW_REASONS = {  # course_utils.tracing's codes for a trace that cannot vouch for what it saw
+    "tracing-off": N_("the trace of its calls was switched off or replaced"),
+    "threads": N_("threads of the notebook's own ran beside it"),
+}
+
+
+def review_codes(codes) -> list:
+    """The known review codes in `codes` (a trace's `tampered`, or what a kernel sent), each once."""
+    if not isinstance(codes, (list, tuple)):
+        return []
+    out = []
+    for code in codes[:20]:
+        if isinstance(code, str) and code in REVIEW_REASONS and code not in out:
+            out.append(code)
+    return out
 
 
 def _hint_line(hint) -> str:
@@ -551,9 +583,19 @@ class FunctionCheck:
                     ),
                     hint=self.hint,
                 )
-                return self.with_forbidden(report, _forbidden.found(self, static, trace))
+                return self.with_review(
+                    self.with_forbidden(report, _forbidden.found(self, static, trace)), trace.tampered
+                )
             results.append(self.judge_case(case, output, args))
-        return self.with_forbidden(self.report(results), _forbidden.found(self, static, trace))
+        report = self.with_forbidden(self.report(results), _forbidden.found(self, static, trace))
+        return self.with_review(report, trace.tampered)
+
+    @staticmethod
+    def with_review(report: CheckReport, codes) -> CheckReport:
+        """The report, marked for the instructor's review when the trace could not vouch for the calls (`codes`:
+        course_utils.tracing's `tampered`). The verdict and the points stay what they are."""
+        report.review = review_codes(codes)
+        return report
 
     def with_forbidden(self, report: CheckReport, names: list) -> CheckReport:
         """The verdict for a function that makes forbidden calls (`names`): ❌ naming them, whatever its

@@ -57,11 +57,25 @@ __all__ = [
     "trace_names",
     "watch",
     "found",
+    "confirmed",
+    "Hits",
     "merge",
     "index_for",
 ]
 
 _MISSING = object()
+
+
+class Hits(list):
+    """The forbidden names a static scan found, in order; `uncertain` are those found only as an attribute of
+    some value that is not called there (`s.var` read from the learner's own namedtuple, or a bound method kept
+    for later): the runtime trace decides those when it can vouch for what it saw (`confirmed`)."""
+
+    def __init__(self, names=(), uncertain=frozenset()):
+        super().__init__(names)
+        self.uncertain = frozenset(uncertain)
+
+
 _MAX_FOLLOWED = 200  # the learner's definitions one scan follows at most
 
 
@@ -97,6 +111,21 @@ VARIANCE = (  # the variance and the standard deviation, ready-made
     "statistics.variance",
     "statistics.pstdev",
     "statistics.stdev",
+    # the same, under other names (an audit found each one giving full marks)
+    "numpy.nanvar",
+    "numpy.nanstd",
+    "numpy.cov",
+    "numpy.ma.MaskedArray.var",
+    "numpy.ma.MaskedArray.std",
+    "torch.masked.var",
+    "torch.masked.std",
+    "torch._refs.var",
+    "torch._refs.std",
+    "torch._refs.var_mean",
+    "torch._refs.std_mean",
+    "torch.ops.prims.var",
+    "torch.cov",
+    "statistics.covariance",
 )
 TORCH_NORMS = (  # torch's normalizations: each computes LayerNorm, RMSNorm or BatchNorm, some after a transpose
     "torch.nn.functional.layer_norm",
@@ -125,6 +154,16 @@ TORCH_NORMS = (  # torch's normalizations: each computes LayerNorm, RMSNorm or B
     "torch.nn.InstanceNorm1d",
     "torch.nn.InstanceNorm2d",
     "torch.nn.InstanceNorm3d",
+    # private and reference spellings of the same computations
+    "torch._native_batch_norm_legit",
+    "torch.ops.aten._native_batch_norm_legit",
+    "torch.ops.aten._native_batch_norm_legit_functional",
+    "torch._batch_norm_impl_index",
+    "torch.ops.aten._batch_norm_with_update",
+    "torch._fused_rms_norm",
+    "torch._refs.native_layer_norm",
+    "torch._refs.nn.functional.layer_norm",
+    "torch._refs.nn.functional.group_norm",
 )
 COURSE_NORMS = (  # the course's own reference norms and hand computations
     "course_utils.norms.layer_norm",
@@ -141,6 +180,10 @@ ATTENTION = (  # attention computed for you
     "torch.nn.functional.multi_head_attention_forward",
     "torch.nn.MultiheadAttention",
     "course_utils.attention.CausalSelfAttention",
+    "torch.ops.aten.scaled_dot_product_attention",
+    "torch.ops.aten._scaled_dot_product_attention_math",
+    "torch.ops.aten._scaled_dot_product_flash_attention_for_cpu",
+    "torch.ops.aten._scaled_dot_product_efficient_attention",
 )
 
 DEFAULT_HINT = N_(
@@ -198,7 +241,7 @@ class ForbiddenIndex:
         key = runtime_key(obj)
         if not key:
             return
-        torch_level = key.startswith(("torch.", "aten::"))
+        torch_level = key.startswith("torch.") or "::" in key  # "aten::var", "prims::var": ATen ops
         if hasattr(obj, "__code__"):
             self.watch["python"].setdefault(key, name)
         if torch_level:
@@ -206,8 +249,11 @@ class ForbiddenIndex:
             short = getattr(obj, "__name__", "")
             if short and not short.startswith("_") and hasattr(torch.ops.aten, short):  # the ATen op of the same name
                 self.watch["ops"].setdefault(f"aten::{short}", name)
-        elif not hasattr(obj, "__code__"):
+        if not hasattr(obj, "__code__") and "::" not in key:  # a C function: the profile hook sees it called
             self.watch["c"].setdefault(key, name)
+            owner = getattr(obj, "__objclass__", None)
+            if owner is not None and issubclass(owner, torch._C.TensorBase):  # x.var(): reported as Tensor.var
+                self.watch["c"].setdefault(f"torch.Tensor.{obj.__name__}", name)
 
     def match(self, obj) -> str | None:
         """The forbidden name `obj` is (or wraps, or is an instance or subclass of), else None."""
@@ -378,14 +424,20 @@ class _Scanner(ast.NodeVisitor):
     def __init__(self, index: ForbiddenIndex):
         self.index = index
         self.hits: list = []
+        self.certain: set = set()  # names found by what they are; the rest only by a method's name (x.var)
         self.followed: set = set()
         self.env = None
         self.local: dict = {}
         self.assigned: dict = {}
 
-    def hit(self, name) -> None:
+    def hit(self, name, certain: bool = True) -> None:
         if name and name not in self.hits:
             self.hits.append(name)
+        if name and certain:
+            self.certain.add(name)
+
+    def result(self) -> Hits:
+        return Hits(self.hits, uncertain=frozenset(n for n in self.hits if n not in self.certain))
 
     def run(self, node, env) -> None:
         saved = self.env, self.local
@@ -488,7 +540,8 @@ class _Scanner(ast.NodeVisitor):
             return _VALUE
         if kind == "dotted":
             return self.use(("dotted", f"{value}.{attr}"))
-        self.hit(self.index.methods.get(attr))  # a method of some value: x.var(...)
+        # the attribute of some value: x.var(...) when called (visit_Call), else only perhaps a Tensor's method
+        self.hit(self.index.methods.get(attr), certain=False)
         return _VALUE
 
     # the walk --------------------------------------------------------------------------------------
@@ -501,6 +554,14 @@ class _Scanner(ast.NodeVisitor):
     def visit_Call(self, node):
         if _const_getattr(node) is not None or _const_import(node) is not None:
             self.chain(node)
+        elif isinstance(node.func, ast.Attribute) and node.func.attr in self.index.methods:
+            base = self.chain(node.func.value)
+            kind, value = base
+            if kind != "dotted" and not (kind == "obj" and _is_namespace(value)):
+                self.hit(self.index.methods[node.func.attr])  # value.var(...): called, as a Tensor's would be
+            self.attribute(base, node.func.attr)
+            for child in [*node.args, *node.keywords]:
+                self.visit(child)
         else:
             self.generic_visit(node)
 
@@ -751,7 +812,7 @@ def static_hits(check, fn) -> list:
             module = sys.modules.get(cls.__module__)
             scanner.env = _LiveEnv(getattr(module, "__dict__", {}), cls.__module__)
             scanner.follow(cls)
-        return scanner.hits
+        return scanner.result()
     except (Exception, RecursionError):  # the scan must never cost the learner a verdict
         return []
 
@@ -764,7 +825,7 @@ def notebook_hits(check, sources: list, function_name: str) -> list:
         scanner = _Scanner(_index(check))
         scanner.env = env
         scanner.use(env.lookup(function_name))
-        return scanner.hits
+        return scanner.result()
     except RecursionError:  # a pathologically nested cell: the kernel's trace still counts
         return []
 
@@ -790,7 +851,18 @@ def trace_names(check, keys) -> list:
 
 def found(check, static: list, trace: CallTrace) -> list:
     """The static scan's names, then the trace's (the learner's check: both come from this process)."""
-    return merge(static, trace_names(check, trace.hits))
+    traced = trace_names(check, trace.hits)
+    return merge(confirmed(static, traced, vouched=not trace.tampered), traced)
+
+
+def confirmed(static: list, traced: list, vouched: bool) -> list:
+    """The static scan's names that stand: all of them, except a name found only as an attribute of some value
+    (Hits.uncertain: `s.var` on the learner's own namedtuple) when a trace that vouches for what it saw did not
+    see that call. The learner's own `.var` is then not torch's."""
+    uncertain = getattr(static, "uncertain", frozenset())
+    if not vouched:
+        return list(static)
+    return [n for n in static if n not in uncertain or n in traced]
 
 
 def merge(*lists) -> list:

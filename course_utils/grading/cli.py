@@ -220,7 +220,7 @@ def _cell(text: str) -> str:
 
 def write_csv(results: list[dict], path: Path) -> None:
     columns = _columns(results)
-    header = ["learner", "exercise", "status", "total", "max", *columns, "reason", "submission", "sha256"]
+    header = ["learner", "exercise", "status", "total", "max", *columns, "reason", "review", "submission", "sha256"]
     tmp = path.with_name(path.name + ".tmp")
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(tmp, "w", newline="", encoding="utf-8") as f:
@@ -238,11 +238,24 @@ def write_csv(results: list[dict], path: Path) -> None:
                     _points(r["max"]),
                     *[earned.get(c, "") for c in columns],
                     _cell(r["reason"]),
+                    _cell(review_text(r)),
                     _cell(r["path"]),
                     r["sha256"][:12],
                 ]
             )
     os.replace(tmp, path)
+
+
+def review_text(result: dict) -> str:
+    """What the instructor should look at in this row: the items whose calls the trace could not vouch for."""
+    from ..checks.core import REVIEW_REASONS, review_codes
+
+    notes = []
+    for item in result.get("items", []):
+        codes = review_codes(item.get("review"))
+        if codes:
+            notes.append(f"{item['column']}: " + ", ".join(_(REVIEW_REASONS[c]) for c in codes))
+    return "; ".join(notes)
 
 
 def _safe_name(learner: str) -> str:

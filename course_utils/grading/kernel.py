@@ -223,6 +223,7 @@ def _call(namespace, function_name, request):
                 "message": message[:500],
                 "call": index,
                 "trace": _hits(trace),
+                "tampered": _tampered(trace),
             }
         try:
             results.append({"output": encode(output), "args_after": [encode(a) for a in args]})
@@ -233,7 +234,7 @@ def _call(namespace, function_name, request):
                     "args_after": [encode(a) for a in args],
                 }
             )
-    return {"status": "ok", "results": results, "trace": _hits(trace)}
+    return {"status": "ok", "results": results, "trace": _hits(trace), "tampered": _tampered(trace)}
 
 
 def _trace(watch):
@@ -253,6 +254,11 @@ def _trace(watch):
 def _hits(trace) -> list:
     hits = getattr(trace, "hits", [])
     return [str(h)[:200] for h in hits[:100]] if isinstance(hits, list) else []
+
+
+def _tampered(trace) -> list:
+    reasons = getattr(trace, "tampered", [])
+    return [str(r)[:40] for r in reasons[:20]] if isinstance(reasons, list) else []
 
 
 def kernel_source() -> str:

@@ -47,7 +47,7 @@ from .judge import judge
 from .kernel import encode, kernel_source
 from .sandbox import Sandbox, kernel_manager
 
-GRADER_VERSION = 2  # 2: forbidden calls (course_utils.checks.forbidden) earn no points
+GRADER_VERSION = 3  # 2: forbidden calls (course_utils.checks.forbidden) earn no points; 3: more of them, traced
 MAX_NOTEBOOK_BYTES = 50 * 1024 * 1024
 MAX_CODE_CELLS = 2000  # a 10,000-cell notebook is refused rather than run for minutes
 MAX_FOLDER_COPY_BYTES = 200 * 1024 * 1024
@@ -688,6 +688,8 @@ def _grade_into(result: dict, path: Path, task: dict) -> None:
         entry.update(status=report.status, earned=float(graded.points) if report.passed else 0.0, text=report.text())
         if getattr(report, "forbidden", None):
             entry["forbidden"] = list(report.forbidden)
+        if getattr(report, "review", None):
+            entry["review"] = list(report.review)
     result["total"] = float(sum(e["earned"] for e in result["items"]))
     if run["stop"]:
         result.update(status=run["stop"].status, reason=run["stop"].reason)
