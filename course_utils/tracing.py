@@ -129,7 +129,8 @@ class CallTrace:
 
     def __exit__(self, *exc):
         self._check_canaries("leaving")
-        if self._threads_before or _other_threads() - (self._threads_before or set()):
+        before, after = self._threads_before or {}, _other_threads()
+        if any(before.get(ident) != where for ident, where in after.items()):  # ran Python during the call
             self._tamper("threads")
         if self._profiling:
             self._profiling = False
@@ -272,16 +273,20 @@ def _canary():
 
 
 def _other_threads():
-    """The notebook's own Python threads, besides the one that makes the traced call: a thread that is not a
-    daemon (Jupyter's, IPython's and the kernel's own threads all are), or one that runs the notebook's code."""
+    """Where the notebook's own Python threads are, besides the one that makes the traced call: {ident: (top
+    frame, its last instruction)} for each thread that is not a daemon (Jupyter's, IPython's and the kernel's
+    threads all are) or that runs the notebook's code. A thread whose entry changed between two calls ran Python
+    in between; one blocked in C (waiting on a queue or a lock) keeps its entry."""
     import threading
 
     current = threading.get_ident()
-    return {
-        t.ident
-        for t in threading.enumerate()
-        if t.ident != current and t is not threading.main_thread() and _the_notebooks(t)
-    }
+    frames = sys._current_frames()
+    out = {}
+    for t in threading.enumerate():
+        if t.ident != current and t is not threading.main_thread() and _the_notebooks(t):
+            frame = frames.get(t.ident)
+            out[t.ident] = (id(frame), getattr(frame, "f_lasti", None))
+    return out
 
 
 def _the_notebooks(thread):

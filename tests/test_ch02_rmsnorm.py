@@ -105,7 +105,8 @@ def test_a_right_implementation_passes_and_torchs_or_the_courses_is_a_forbidden_
     for name, fn in shortcuts.items():
         report = ex02.check_rms_norm(fn)
         # right numbers, no points: the task asks for the computation itself
-        assert not report.passed and report.forbidden == [name] and all(c.passed for c in report.cases), report.text()
+        # (the trace may also name what it calls inside: F.rms_norm runs torch.rms_norm)
+        assert not report.passed and report.forbidden[0] == name and all(c.passed for c in report.cases), report.text()
     out = capsys.readouterr().out
     assert out.count("✅") == 1 and out.count("which this task asks you to write yourself") == 2
 

@@ -12,9 +12,11 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import nbformat
 import pytest
 from test_grade import EX01, HANDED_OUT, add_cell, read_rows, replace_def, write
 
+from course_utils.exercises import make_exercise
 from course_utils.grading import sandbox
 
 from conftest import completed
@@ -178,6 +180,9 @@ def graded(tmp_path_factory):
     for learner, source in DECOYS.items():
         nb = replace_def(completed(EX01), "layer_norm", HONEST_DEF)
         write(add_cell(nb, source), root / "subs" / learner / HANDED_OUT)  # after the honest def
+    copied = nbformat.read(EX01, as_version=4)  # the answer key itself, its markers still in
+    copied.metadata["course"] = make_exercise(EX01).metadata["course"]
+    write(copied, root / "subs" / "copied_solution" / HANDED_OUT)
     for learner, source in HONEST.items():
         write(replace_def(completed(EX01), "statistics", source), root / "subs" / learner / HANDED_OUT)
     proc = run_grader("subs", "--out", "grades.csv", "--jobs", 2, "--seed", 777, cwd=root)
@@ -203,6 +208,11 @@ def test_switching_the_trace_off_or_running_threads_is_marked_for_review(graded)
     assert "switched off" in graded["disable_torch_function"]["review"]
     assert "threads" in graded["in_a_thread"]["review"]
     assert all(graded[learner]["review"] == "" for learner in HONEST)
+
+
+def test_a_copied_answer_key_is_marked_for_review(graded):
+    row = graded["copied_solution"]
+    assert (row["status"], row["total"]) == ("graded", "5") and "BEGIN SOLUTION" in row["review"], row
 
 
 @pytest.mark.parametrize("learner", sorted(HONEST))

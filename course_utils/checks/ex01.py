@@ -74,8 +74,16 @@ def _layer_norm_cases(g: torch.Generator) -> list:
         (N_("gamma without beta (beta=None)"), (randn(3, d) * 2 - 1, randn(d) + 2, None, 1e-5)),
         (N_("beta without gamma (gamma=None)"), (randn(3, d) * 2 - 1, None, randn(d), 1e-5)),
         (N_("gamma = this row's std, beta = its mean: recovers this one row"), _undo_case(randn(d) * 2 + 3)),
+        (N_("rows whose variance equals eps = 0.01"), (_rows_with_variance(randn(3, 8), 0.01) + 5, None, None, 1e-2)),
     ]
     return [Case(name, args, _ln_ref(*args)) for name, args in specs]
+
+
+def _rows_with_variance(rows: torch.Tensor, variance: float) -> torch.Tensor:
+    """The rows rescaled so that each one's (biased) variance is `variance`: eps then weighs as much as the
+    variance, so that var + eps and max(var, eps) or var + eps² differ by a factor √2 or so, at every seed."""
+    centred = rows - rows.mean(-1, keepdim=True)
+    return centred / centred.pow(2).mean(-1, keepdim=True).sqrt() * variance**0.5
 
 
 def _undo_case(row: torch.Tensor):

@@ -251,6 +251,8 @@ def review_text(result: dict) -> str:
     from ..checks.core import REVIEW_REASONS, review_codes
 
     notes = []
+    if "solution-markers" in result.get("review_notes", []):
+        notes.append(_("the notebook holds the answer key's ### BEGIN SOLUTION markers (copied from solutions/?)"))
     for item in result.get("items", []):
         codes = review_codes(item.get("review"))
         if codes:

@@ -657,6 +657,8 @@ def _grade_into(result: dict, path: Path, task: dict) -> None:
         for _, g, _ in items
     ]
     result["free_text"] = free_text_answers(nb, exercise, Path(task["solutions"]))
+    if _has_solution_markers(nb):  # the generator strips them: the learner started from the answer key
+        result["review_notes"] = ["solution-markers"]
     with _GraderStep(N_("scanning the notebook for forbidden calls")):
         static = _forbidden_in_source(nb, items)
 
@@ -707,6 +709,14 @@ def _grade_into(result: dict, path: Path, task: dict) -> None:
         if run["printed"] > 10 * STREAM_LIMIT:
             notes.append(_("printed {n:,} characters (truncated)").format(n=run["printed"]))
         result["reason"] = "; ".join(notes) or _("all checks passed")
+
+
+def _has_solution_markers(nb) -> bool:
+    """True when a cell holds the answer key's `### BEGIN SOLUTION` / `### END SOLUTION` lines, which the
+    exercise generator removes from every notebook handed out (course_utils.exercises)."""
+    from ..exercises import BEGIN, END
+
+    return any(line.strip() in (BEGIN, END) for cell in nb.cells for line in str(cell.get("source", "")).splitlines())
 
 
 def _copy_submission(path: Path, workdir: Path, whole_folder: bool) -> None:
