@@ -72,6 +72,15 @@ def layer_norm(x, gamma=None, beta=None, eps=1e-5):
 
 LOOPS_ON_NEW_INPUTS = MEMORIZED.replace("    return x.clone()", "    while True:\n        pass")
 
+SWALLOWS_INTERRUPTS = """\
+while True:
+    try:
+        while True:
+            pass
+    except KeyboardInterrupt:
+        pass
+"""
+
 ALWAYS_EQUAL = """\
 class AlwaysEqual(float):
     def __eq__(self, other): return True
@@ -181,8 +190,10 @@ def build_corpus(root: Path) -> dict:
         "graded",
         2,
     )
-    put("infinite_loop", add_cell(good(), "while True:\n    pass", at=3), "timeout", 0)
-    put("loop_on_new_inputs", replace_def(good(), "layer_norm", LOOPS_ON_NEW_INPUTS), "timeout", 1)
+    # a hang costs only what it keeps from being judged: the cell or call is interrupted and the rest graded
+    put("infinite_loop", add_cell(good(), "while True:\n    pass", at=3), "timeout", 5)
+    put("loop_on_new_inputs", replace_def(good(), "layer_norm", LOOPS_ON_NEW_INPUTS), "timeout", 2)
+    put("swallows_interrupts", add_cell(good(), SWALLOWS_INTERRUPTS, at=3), "timeout", 0)
     asks = replace_def(good(), "statistics", "def statistics(x):\n    return float(input('mean?')), 5.0, 5.0 ** 0.5")
     put("calls_input", add_cell(asks, "name = input('What is your name?')", at=2), "graded", 4)
     put("os_exit", add_cell(good(), "import os\nos._exit(3)", at=5), "kernel-died", 0)
@@ -298,6 +309,7 @@ def test_every_submission_gets_a_row_and_exit_status_0(graded):
         "raises",
         "infinite_loop",
         "loop_on_new_inputs",
+        "swallows_interrupts",
         "calls_input",
         "os_exit",
         "segfault",
@@ -334,7 +346,9 @@ def test_reasons_say_what_happened(graded):
     assert "no .ipynb" in rows["pdf_only"]["reason"]
     assert "10" in rows["ten_thousand_cells"]["reason"] and "cells" in rows["ten_thousand_cells"]["reason"]
     assert f"within {CELL_TIMEOUT} s" in rows["infinite_loop"]["reason"]
+    assert "interrupted; the rest was graded" in rows["infinite_loop"]["reason"]
     assert "layer_norm" in rows["loop_on_new_inputs"]["reason"]
+    assert "interrupted" not in rows["swallows_interrupts"]["reason"]
     assert "kernel died" in rows["os_exit"]["reason"] and "kernel died" in rows["segfault"]["reason"]
     assert "ex99_unknown" in rows["unknown_exercise"]["reason"]
     assert "truncated" in rows["huge_output"]["reason"]

@@ -5,7 +5,8 @@ submissions, runs this in parallel processes and writes the gradebook). `grade_s
 raises; it returns a plain dict (JSON-able, kept in the resume state) with a status:
 
     graded            the notebook ran; every graded item has a verdict (some may be 0 points)
-    timeout           a cell, the whole notebook or a graded call ran past its time limit
+    timeout           a cell, the whole notebook or a graded call ran past its time limit (a cell or call is
+                      interrupted and the rest graded: a hang costs only what it kept from being judged)
     kernel-died       the kernel exited (os._exit, a segfault, memory) while running the notebook or a call
     invalid-notebook  not a notebook we can run: empty, malformed JSON, wrong nbformat, too large, ...
     wrong-exercise    the notebook is not an exercise this grader knows (or not the one being graded)
@@ -54,6 +55,7 @@ MAX_FOLDER_COPY_BYTES = 200 * 1024 * 1024
 MAX_ANSWER_BYTES = 200 * 1024 * 1024
 STREAM_LIMIT = 20_000  # characters of printed output kept per cell, in the kernel and here
 STARTUP_TIMEOUT = 120  # kernel start plus `import torch`, not charged to the learner
+PROBE_TIMEOUT = 10  # after interrupting a cell that ran past its limit: how long the kernel has to answer again
 GRADER_TAG = "course-grader"
 EXERCISE_NAME = re.compile(r"(ex\d\d)(?:_([A-Za-z0-9]+))?", re.IGNORECASE)
 EXERCISE_ID = re.compile(r"ex\d\d_[A-Za-z0-9_]{1,40}")  # what a generated notebook's metadata may name
@@ -322,6 +324,7 @@ class _Stop:
 async def _run_in_kernel(nb, workdir: Path, iodir: Path, items: list, seed: int, limits: dict, sandbox=None) -> dict:
     """Execute the notebook, then each graded call; returns {"answers", "stop", "cell_errors", "printed"}.
     `sandbox` (course_utils.grading.sandbox.Sandbox, or None) is where the kernel runs."""
+    from jupyter_core.utils import ensure_async
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
     nb = copy.deepcopy(nb)
@@ -332,6 +335,8 @@ async def _run_in_kernel(nb, workdir: Path, iodir: Path, items: list, seed: int,
     def timeout_for(cell):
         if not state["started"]:
             return STARTUP_TIMEOUT
+        if state.get("probe"):
+            return PROBE_TIMEOUT
         limit = limits["cell_timeout"]
         if state["deadline"] is not None:
             limit = min(limit, state["deadline"] - time.monotonic())
@@ -349,8 +354,34 @@ async def _run_in_kernel(nb, workdir: Path, iodir: Path, items: list, seed: int,
         startup_timeout=STARTUP_TIMEOUT,
     )
     client.km = kernel_manager(sandbox, iodir, kernel_name="python3")
+    client.km.kernel_spec.interrupt_mode = "message"  # a signal would not reach a kernel in its own session
     client.grader_notes = {}
     answers, stop, running = {}, None, {"item": None}
+    timeouts, timed_out = [], {}  # cells and graded calls that ran past their limit and were interrupted
+
+    async def recovered() -> bool:
+        """After a cell or a graded call ran past its limit: interrupt the kernel and check that it answers
+        again within PROBE_TIMEOUT s. False for a loop that swallows the interrupt: then the run stops there."""
+        try:
+            await ensure_async(client.km.interrupt_kernel())
+            # fresh channels: the timed-out cell's poller would go on taking the next cells' messages
+            stale, client.kc = client.kc, client.km.client()
+            client.kc.start_channels()
+            client.kc.allow_stdin = False
+            stale.stop_channels()
+        except Exception:
+            return False
+        probe = _grader_cell("pass")
+        nb.cells.append(probe)
+        state["probe"] = True
+        try:
+            await client.async_execute_cell(probe, len(nb.cells) - 1)
+            return True
+        except CellTimeoutError:
+            return False
+        finally:
+            state["probe"] = False
+
     current = _("the kernel's start")
 
     def describe_timeout(index):
@@ -378,7 +409,13 @@ async def _run_in_kernel(nb, workdir: Path, iodir: Path, items: list, seed: int,
                 state["deadline"] = time.monotonic() + limits["timeout"]
                 for index in range(first_learner_cell, len(nb.cells)):
                     current = _("cell {index}").format(index=index - first_learner_cell)
-                    await client.async_execute_cell(nb.cells[index], index)
+                    try:
+                        await client.async_execute_cell(nb.cells[index], index)
+                    except CellTimeoutError:
+                        why = describe_timeout(index - first_learner_cell)
+                        if state["deadline"] - time.monotonic() < 1 or not await recovered():
+                            raise
+                        timeouts.append(why)  # interrupted: the notebook goes on, as after a cell that raised
                 index = None
                 current = _("the grader's set-up")
                 current_call["text"] = _("the grader's set-up did not finish within {seconds} s").format(
@@ -407,7 +444,14 @@ async def _run_in_kernel(nb, workdir: Path, iodir: Path, items: list, seed: int,
                     current_call["text"] = _(
                         "`{function}` did not return within {seconds} s on the grader's inputs"
                     ).format(function=graded.function, seconds=limits["cell_timeout"])
-                    await client.async_execute_cell(nb.cells[-1], len(nb.cells) - 1)
+                    try:
+                        await client.async_execute_cell(nb.cells[-1], len(nb.cells) - 1)
+                    except CellTimeoutError:
+                        if not await recovered():
+                            raise
+                        timed_out[number] = current_call["text"]  # this item only: the next ones are judged
+                        running["item"] = None
+                        continue
                     with _GraderStep(N_("reading the kernel's answer for check {check}"), check=repr(graded.check)):
                         answers[number] = _read_answer(answer_path, client.grader_notes.get(len(nb.cells) - 1))
                     running["item"] = None
@@ -446,7 +490,15 @@ async def _run_in_kernel(nb, workdir: Path, iodir: Path, items: list, seed: int,
             printed += notes["printed"]
             if notes["error"]:
                 errors.append(f"cell {cell_index - first_learner_cell}: {notes['error']}")
-    return {"answers": answers, "stop": stop, "cell_errors": errors, "printed": printed, "running": running["item"]}
+    return {
+        "answers": answers,
+        "stop": stop,
+        "cell_errors": errors,
+        "printed": printed,
+        "running": running["item"],
+        "timeouts": timeouts,
+        "timed_out": timed_out,
+    }
 
 
 def _not_started(exc: BaseException) -> GraderError:
@@ -677,6 +729,10 @@ def _grade_into(result: dict, path: Path, task: dict) -> None:
     for number, (kind, graded, check) in enumerate(items):
         entry = result["items"][number]
         answer = run["answers"].get(number)
+        if number in run["timed_out"]:
+            why = run["timed_out"][number]
+            entry.update(status="error", text=_("❌ {column}: {why}.").format(column=entry["column"], why=why))
+            continue
         if answer is None:
             why = run["stop"].reason if run["stop"] else _("not reached")
             if number == run["running"]:
@@ -696,9 +752,10 @@ def _grade_into(result: dict, path: Path, task: dict) -> None:
     if run["stop"]:
         result.update(status=run["stop"].status, reason=run["stop"].reason)
     else:
-        result["status"] = "graded"
+        late = run["timeouts"] + list(run["timed_out"].values())
+        result["status"] = "timeout" if late else "graded"
         failing = [e["column"] for e in result["items"] if e["earned"] < e["points"]]
-        notes = []
+        notes = [_("{what} (interrupted; the rest was graded)").format(what=why) for why in late]
         if failing:
             notes.append(_("lost points on {checks}").format(checks=", ".join(failing)))
         calls = [f"{e['column']} ({', '.join(e['forbidden'])})" for e in result["items"] if e.get("forbidden")]
