@@ -9,15 +9,11 @@ A submission whose trace was switched off, or that ran threads of its own, is ma
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import nbformat
 import pytest
-from test_grade import EX01, HANDED_OUT, add_cell, read_rows, replace_def, write
+from test_grade import EX01, HANDED_OUT, add_cell, read_rows, replace_def, run_grader, write
 
 from course_utils.exercises import make_exercise
-from course_utils.grading import sandbox
 
 from conftest import completed
 
@@ -161,17 +157,6 @@ def hostile(body: str):
     return add_cell(nb, helper, at=1)
 
 
-def run_grader(*args, cwd):
-    unsandboxed = () if sandbox.available()[0] else ("--no-sandbox",)
-    return subprocess.run(
-        [sys.executable, "-m", "course_utils.grade", *map(str, args), *unsandboxed],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-
-
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     root = tmp_path_factory.mktemp("hostile")
@@ -185,7 +170,7 @@ def graded(tmp_path_factory):
     write(copied, root / "subs" / "copied_solution" / HANDED_OUT)
     for learner, source in HONEST.items():
         write(replace_def(completed(EX01), "statistics", source), root / "subs" / learner / HANDED_OUT)
-    proc = run_grader("subs", "--out", "grades.csv", "--jobs", 2, "--seed", 777, cwd=root)
+    proc = run_grader("subs", "--out", "grades.csv", "--jobs", 2, "--seed", 777, cwd=root, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return read_rows(root / "grades.csv")
 

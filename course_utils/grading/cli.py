@@ -62,7 +62,16 @@ from pathlib import Path
 from .. import i18n
 from ..i18n import N_, _
 from . import sandbox
-from .run import GRADER_ERROR, GRADER_VERSION, STATUSES, file_sha256, grade_submission, mark_grader_error, worker_init
+from .run import (
+    GRADER_ERROR,
+    GRADER_VERSION,
+    STATUSES,
+    file_sha256,
+    grade_submission,
+    mark_grader_error,
+    new_result,
+    worker_init,
+)
 
 __all__ = ["main", "discover", "Submission"]
 
@@ -610,42 +619,13 @@ def report_grader_errors(rows: list[dict], log: Path, argv, seed: int) -> int:
 
 
 def _folder_row(sub: Submission, seed: int, config: dict) -> dict:
-    return {
-        "path": sub.display,
-        "learner": sub.learner,
-        "exercise": "",
-        "status": "invalid-notebook",
-        "reason": _("the learner's folder holds no .ipynb notebook"),
-        "sha256": "",
-        "items": [],
-        "total": 0.0,
-        "max": 0.0,
-        "free_text": [],
-        "cell_errors": [],
-        "identified_by": "",
-        "seed": seed,
-        "config": config,
-    }
+    reason = _("the learner's folder holds no .ipynb notebook")
+    return new_result(sub.display, sub.learner, seed, config, status="invalid-notebook", reason=reason)
 
 
 def _failed_row(task: dict, status: str, reason: str, exc: BaseException | None = None) -> dict:
     """A row for a submission that has no result of its own (its grading process died)."""
-    row = {
-        "path": task["display"],
-        "learner": task["learner"],
-        "exercise": "",
-        "status": status,
-        "reason": reason,
-        "sha256": task["sha256"],
-        "items": [],
-        "total": 0.0,
-        "max": 0.0,
-        "free_text": [],
-        "cell_errors": [],
-        "identified_by": "",
-        "seed": task["seed"],
-        "config": task["config"],
-    }
+    row = new_result(task["display"], task["learner"], task["seed"], task["config"], status, reason, task["sha256"])
     if exc is not None:
         row["traceback"] = "".join(traceback.format_exception(exc))[-20_000:]
     return row

@@ -605,26 +605,32 @@ def worker_init() -> None:
 # ------------------------------------------------------------------------------------------------------
 # one submission, start to finish
 # ------------------------------------------------------------------------------------------------------
-def grade_submission(task: dict) -> dict:
-    """Grade the submission described by `task` (see course_utils.grading.cli); a JSON-able result dict."""
-    start = time.perf_counter()
-    path = Path(task["path"])
-    result = {
-        "path": task["display"],
-        "learner": task["learner"],
+def new_result(path: str, learner: str, seed: int, config: dict, status="", reason="", sha256="") -> dict:
+    """One row of the gradebook before anything is graded (the resume state keeps it as JSON): no exercise,
+    no items, no points. grade_submission fills it in; the batch uses it as it is for a row with no grading."""
+    return {
+        "path": path,
+        "learner": learner,
         "exercise": "",
-        "status": "",
-        "reason": "",
-        "sha256": task.get("sha256", ""),
+        "status": status,
+        "reason": reason,
+        "sha256": sha256,
         "items": [],
         "total": 0.0,
         "max": 0.0,
         "free_text": [],
         "cell_errors": [],
         "identified_by": "",
-        "seed": task["seed"],
-        "config": task["config"],
+        "seed": seed,
+        "config": config,
     }
+
+
+def grade_submission(task: dict) -> dict:
+    """Grade the submission described by `task` (see course_utils.grading.cli); a JSON-able result dict."""
+    start = time.perf_counter()
+    path = Path(task["path"])
+    result = new_result(task["display"], task["learner"], task["seed"], task["config"], sha256=task.get("sha256", ""))
     with i18n.using(task.get("lang")):  # the verdicts, reasons and the kernel in the grader's --lang
         try:
             _grade_into(result, path, task)
