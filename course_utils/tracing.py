@@ -86,7 +86,10 @@ class CallTrace:
         self.python = frozenset(k for k in watch.get("python", ()) if isinstance(k, str))
         self.c = frozenset(k for k in watch.get("c", ()) if isinstance(k, str))
         self._c_names = frozenset(k.rsplit(".", 1)[-1] for k in self.c)
+        self.record = watch.get("record") is True  # also record every ATen op and every direct library call
         self.hits = []
+        self.ops_seen = []  # with `record`: ATen ops dispatched ("aten::sum"), torch functions called ("torch.cov")
+        self.library_seen = []  # with `record`: the numpy/scipy/statistics/math functions the traced code called
         self.tampered = []  # why the trace cannot vouch for what it saw: "tracing-off", "threads"
         self._seen = set()
         self._dispatch = None
@@ -95,25 +98,28 @@ class CallTrace:
         self._threads_before = None
         self._codes = {}  # code object -> its key when watched, else None
         self._op_keys = {}  # torch function -> its key when watched, else None
+        self._op_names = {}  # ATen op -> its name (with `record`)
+        self._c_running = {}  # id(frame) -> True while that frame of the learner's waits on a C function
+        self._library = {}  # code object -> its key when a library's function, else None (with `record`)
         self._mode = None
         self._previous = None
         self._profiling = False
 
     # ------------------------------------------------------------------------------------------------
     def __enter__(self):
-        if self.ops:
+        if self.ops or self.record:
             try:
                 self._mode = _mode_class()(self)
                 self._mode.__enter__()
             except Exception:  # torch's overrides replaced or broken: no op trace
                 self._mode = None
-            if any("::" in k for k in self.ops):
+            if self.record or any("::" in k for k in self.ops):
                 try:
                     self._dispatch = _dispatch_class()(self)
                     self._dispatch.__enter__()
                 except Exception:
                     self._dispatch = None
-        if self.python or self.c:
+        if self.python or self.c or self.record:
             try:
                 previous = sys.getprofile()
                 if previous is None or isinstance(getattr(previous, "__self__", None), CallTrace):
@@ -193,6 +199,11 @@ class CallTrace:
                 key = self._op_keys[func] = key if key in self.ops else None
             if key is not None:
                 self._hit(key)
+            if self.record:
+                name = self._op_names.get(func)
+                if name is None:
+                    name = self._op_names[func] = runtime_key(func) or "?"
+                    _add_once(self.ops_seen, name)
         except Exception:
             pass
 
@@ -215,6 +226,11 @@ class CallTrace:
                 and _switches_tracing_off(arg)
             ):
                 self._tamper("tracing-off")
+            if self.record:
+                if event in ("call", "c_call"):
+                    self._record_library(frame, event, arg)
+                elif event in ("c_return", "c_exception"):
+                    self._c_running.pop(id(frame), None)
             if event == "call":
                 code = frame.f_code
                 key = self._codes.get(code, _MISSING)
@@ -235,6 +251,54 @@ class CallTrace:
                 self._previous(frame, event, arg)
         except Exception:  # a profile function that raises would unset itself and break the traced call
             pass
+
+    def _record_library(self, frame, event, arg):
+        """With `record`: a numpy/scipy/statistics/math function called directly by code that is not a
+        library's own (the learner's: what numpy.mean runs inside is numpy's business). A Python function that a
+        C function runs for the learner's call (ndarray.var runs numpy._core._methods._var) is that C function's
+        business too, and so is numpy's dispatch helper of each function (`_mean_dispatcher`)."""
+        if event == "call":
+            caller = frame.f_back
+            if self._c_running.get(id(caller)) or _library_module(_module_of(caller)):
+                return
+            code = frame.f_code
+            key = self._library.get(code, _MISSING)
+            if key is _MISSING:
+                key = f"{frame.f_globals.get('__name__')}.{code.co_qualname}"
+                mine = _recorded(key) and not code.co_name.endswith("_dispatcher") and not code.co_name.startswith("__")
+                key = self._library[code] = key if mine else None
+            if key is not None:
+                _add_once(self.library_seen, key)
+        elif not _library_module(_module_of(frame)):
+            self._c_running[id(frame)] = True
+            key = runtime_key(arg)
+            if _recorded(key):
+                _add_once(self.library_seen, key)
+
+
+_RECORDED = ("numpy", "scipy", "statistics", "math")  # the libraries whose direct calls `record` notes
+_LIBRARY_CODE = _RECORDED + ("torch", "course_utils")  # code that is not the learner's
+
+
+def _recorded(key):
+    return isinstance(key, str) and key.split(".", 1)[0] in _RECORDED
+
+
+def _library_module(dotted):
+    """Whether a dotted name ("numpy._core.fromnumeric.mean", a frame's module) is a library's or the stdlib's."""
+    if not isinstance(dotted, str):
+        return False
+    top = dotted.split(".", 1)[0]
+    return top in _LIBRARY_CODE or (top in sys.stdlib_module_names and top != "__main__")
+
+
+def _module_of(frame):
+    return frame.f_globals.get("__name__") if frame is not None else None
+
+
+def _add_once(seen, name):
+    if name not in seen and len(seen) < 500:
+        seen.append(name)
 
 
 _SWITCHES = frozenset(("setprofile", "settrace", "__exit__"))

@@ -42,6 +42,31 @@ SHORTCUTS = {
     "bound_method_kept": "_later(x.double().var)(dim, correction=0, keepdim=keepdim)",
 }
 
+# _var(x, dim, keepdim) by a function that no forbidden list names: full marks from the outputs, and the row
+# marked for review with the op or function the allowlist (course_utils/checks/allowed.py) does not name
+UNLISTED = {
+    "mse_loss": (
+        "torch.nn.functional.mse_loss(x.double(), x.double().mean(dim, keepdim=True).expand_as(x), "
+        "reduction='none').mean(dim, keepdim=keepdim)",
+        "mse_loss",
+    ),
+    "vector_norm": (
+        "torch.linalg.vector_norm(x.double() - x.double().mean(dim, keepdim=True), dim=dim, keepdim=keepdim) ** 2 "
+        "/ x.shape[dim]",
+        "linalg_vector_norm",
+    ),
+    "tensor_norm": (
+        "(x.double() - x.double().mean(dim, keepdim=True)).norm(dim=dim, keepdim=keepdim) ** 2 / x.shape[dim]",
+        "norm",
+    ),
+    "torch_dist": ("_rows(x, lambda r: torch.dist(r.double(), r.double().mean()) ** 2 / r.numel(), keepdim)", "dist"),
+    "numpy_linalg_norm": (
+        "_rows(x, lambda r: torch.tensor(np.linalg.norm(r.double().numpy() - r.double().numpy().mean()) ** 2 "
+        "/ r.numel(), dtype=torch.float64), keepdim)",
+        "numpy.linalg",
+    ),
+}
+
 HELPERS = """\
 import threading
 import numpy as np
@@ -162,6 +187,8 @@ def graded(tmp_path_factory):
     root = tmp_path_factory.mktemp("hostile")
     for learner, body in SHORTCUTS.items():
         write(hostile(body), root / "subs" / learner / HANDED_OUT)
+    for learner, (body, _) in UNLISTED.items():
+        write(hostile(body), root / "subs" / learner / HANDED_OUT)
     for learner, source in DECOYS.items():
         nb = replace_def(completed(EX01), "layer_norm", HONEST_DEF)
         write(add_cell(nb, source), root / "subs" / learner / HANDED_OUT)  # after the honest def
@@ -193,6 +220,29 @@ def test_switching_the_trace_off_or_running_threads_is_marked_for_review(graded)
     assert "switched off" in graded["disable_torch_function"]["review"]
     assert "threads" in graded["in_a_thread"]["review"]
     assert all(graded[learner]["review"] == "" for learner in HONEST)
+
+
+@pytest.mark.parametrize("learner", sorted(UNLISTED))
+def test_an_unlisted_op_is_not_silent_full_marks(graded, learner):
+    """A way to the variance that no forbidden list names keeps the points its outputs earn, and the row names
+    the op for the instructor, in both graded functions."""
+    row, name = graded[learner], UNLISTED[learner][1]
+    assert (row["status"], row["total"]) == ("graded", "5"), row
+    assert "basic operations does not name" in row["review"] and name in row["review"], row
+    assert row["review"].count(name) >= 2 and "ex01.layer_norm" in row["review"], row
+
+
+@pytest.mark.parametrize("learner", sorted(UNLISTED))
+def test_the_notebooks_own_check_names_the_unlisted_op(learner):
+    from course_utils.checks import ex01
+
+    namespace: dict = {}
+    exec(HELPERS + f"\ndef _var(x, dim, keepdim):\n    return {UNLISTED[learner][0]}\n", namespace)
+    exec(LAYER_NORM, namespace)
+    report = ex01.LAYER_NORM_CHECK.evaluate(namespace["layer_norm"])
+    assert report.passed and report.review == ["unlisted"], (learner, report.review, report.unlisted)
+    assert any(UNLISTED[learner][1] in name for name in report.unlisted), report.unlisted
+    assert "⚠ Not verified" in report.text() and UNLISTED[learner][1] in report.text()
 
 
 def test_a_copied_answer_key_is_marked_for_review(graded):

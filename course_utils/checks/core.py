@@ -166,7 +166,8 @@ class CheckReport:
     message: str = ""
     forbidden: list = field(default_factory=list)  # the forbidden calls the function makes (checks/forbidden.py)
     forbidden_hint: str = ""
-    review: list = field(default_factory=list)  # why the trace cannot vouch for the calls (REVIEW_REASONS' codes)
+    review: list = field(default_factory=list)  # why the calls need the instructor's eyes (REVIEW_REASONS' codes)
+    unlisted: list = field(default_factory=list)  # the ops and library calls outside the task's allowlist
 
     @property
     def passed(self) -> bool:
@@ -187,7 +188,7 @@ class CheckReport:
         verdict = self._verdict_text()
         if not self.review:
             return verdict
-        why = "; ".join(_(REVIEW_REASONS[code]) for code in self.review if code in REVIEW_REASONS)
+        why = "; ".join(review_reasons(self.review, self.unlisted))
         return (
             verdict
             + "\n"
@@ -271,9 +272,10 @@ class CheckReport:
         """The check already printed this report; showing it again as the cell's value would repeat it."""
 
 
-REVIEW_REASONS = {  # course_utils.tracing's codes for a trace that cannot vouch for what it saw
+REVIEW_REASONS = {  # why what a function calls needs a person's eyes: course_utils.tracing's `tampered`, and more
     "tracing-off": N_("the trace of its calls was switched off or replaced"),
     "threads": N_("threads of the notebook's own ran beside it"),
+    "unlisted": N_("it computes with {names}, which this task's list of basic operations does not name"),
 }
 
 
@@ -286,6 +288,13 @@ def review_codes(codes) -> list:
         if isinstance(code, str) and code in REVIEW_REASONS and code not in out:
             out.append(code)
     return out
+
+
+def review_reasons(codes, unlisted=()) -> list:
+    """Each review code's reason in words, in the current language (`unlisted`: the names the "unlisted" one
+    names)."""
+    names = ", ".join(str(n) for n in (unlisted or ())[:20])
+    return [_(REVIEW_REASONS[code]).format(names=names) for code in review_codes(codes)]
 
 
 def _hint_line(hint) -> str:
@@ -583,18 +592,25 @@ class FunctionCheck:
                     ),
                     hint=self.hint,
                 )
-                return self.with_review(
-                    self.with_forbidden(report, _forbidden.found(self, static, trace)), trace.tampered
-                )
+                return self.traced(self.with_forbidden(report, _forbidden.found(self, static, trace)), trace)
             results.append(self.judge_case(case, output, args))
         report = self.with_forbidden(self.report(results), _forbidden.found(self, static, trace))
-        return self.with_review(report, trace.tampered)
+        return self.traced(report, trace)
 
-    @staticmethod
-    def with_review(report: CheckReport, codes) -> CheckReport:
+    def traced(self, report: CheckReport, trace) -> CheckReport:
+        """The report marked for review from what a trace of the learner's calls saw in this process."""
+        return self.with_review(report, trace.tampered, trace.ops_seen, trace.library_seen)
+
+    def with_review(self, report: CheckReport, codes, ops=(), library=()) -> CheckReport:
         """The report, marked for the instructor's review when the trace could not vouch for the calls (`codes`:
-        course_utils.tracing's `tampered`). The verdict and the points stay what they are."""
-        report.review = review_codes(codes)
+        course_utils.tracing's `tampered`), or saw ops or library calls outside the task's allowlist (`ops`,
+        `library`: checks/allowed.py). The verdict and the points stay what they are."""
+        from .allowed import unlisted
+
+        report.review = [code for code in review_codes(codes) if code != "unlisted"]  # that one is decided here
+        report.unlisted = unlisted(self, ops, library) if report.status != "not-implemented" else []
+        if report.unlisted:
+            report.review.append("unlisted")
         return report
 
     def with_forbidden(self, report: CheckReport, names: list) -> CheckReport:

@@ -18,6 +18,7 @@ import torch
 
 from .. import norms
 from ..i18n import N_
+from .allowed import BASIC
 from .core import Case, CheckReport, FunctionCheck, Message, WrongOutputStructure
 from .forbidden import COURSE_NORMS, TORCH_NORMS, VARIANCE, Forbidden
 from .questions import MultipleChoice
@@ -47,6 +48,7 @@ FORBIDDEN = Forbidden(
     "torch.nn.functional.layer_norm, torch.var or torch.std'. numpy's and statistics' variances are torch.var "
     "by another name; torch's other norms (RMSNorm of a centred row, BatchNorm or InstanceNorm of a transpose) "
     "and the course's own norms compute LayerNorm too.",
+    allowed=BASIC,
 )
 
 

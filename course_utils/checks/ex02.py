@@ -24,6 +24,7 @@ import torch
 
 from .. import norms
 from ..i18n import N_
+from .allowed import BASIC, Allowed
 from .core import Case, CaseResult, CheckReport, FunctionCheck, Message, compare_tensor
 from .forbidden import COURSE_NORMS, TORCH_NORMS, Forbidden
 from .questions import MultipleChoice
@@ -102,6 +103,8 @@ FORBIDDEN = Forbidden(
     ),
     why="the notebook: 'not torch.nn.functional.rms_norm or layer_norm'; torch's other norms and the course's own "
     "norms compute RMSNorm or LayerNorm too (LayerNorm of the row [x, -x] is RMSNorm of x).",
+    # this exercise does not forbid torch's variance: a LayerNorm built on rms_norm may centre with it
+    allowed=BASIC + Allowed(frozenset(("aten::var", "aten::var_mean", "aten::std", "aten::std_mean"))),
 )
 
 

@@ -21,6 +21,7 @@ import torch
 from .. import norms
 from ..i18n import N_, _
 from . import forbidden
+from .allowed import BASIC
 from .core import (
     Case,
     CaseResult,
@@ -66,6 +67,7 @@ FORBIDDEN = Forbidden(  # what both tasks forbid
     why="the notebook: 'not torch.nn.functional.batch_norm, torch.nn.BatchNorm1d, torch.var or course_utils.norms'; "
     "torch.std and numpy's variances are torch.var by another name, torch's other norms compute BatchNorm after a "
     "transpose, and the two reference_* functions here are this exercise's answers.",
+    allowed=BASIC,
 )
 
 
@@ -275,7 +277,7 @@ def check_batch_norm_stream(fn, steps: int = 20, seed: int = 0) -> CheckReport:
 
     def verdict(report: CheckReport) -> CheckReport:
         named = BATCH_NORM_CHECK.with_forbidden(report, forbidden.found(BATCH_NORM_CHECK, static, trace))
-        named = BATCH_NORM_CHECK.with_review(named, trace.tampered)
+        named = BATCH_NORM_CHECK.traced(named, trace)
         named.name = name
         print(named.text())
         return named

@@ -21,6 +21,7 @@ from ..attention import CausalSelfAttention, RotaryEmbedding
 from ..experiments import DEGRADED_MARGIN
 from ..i18n import N_, _
 from ..model import GPTConfig
+from .allowed import ATTENTION_BY_HAND, BASIC
 from .core import Case, CheckReport, FunctionCheck, describe_exception, shown
 from .forbidden import ATTENTION, Forbidden
 from .questions import MultipleChoice
@@ -209,6 +210,7 @@ QK_NORM_ATTENTION_CHECK = FunctionCheck(
         why="the task asks for attention written out step by step; scaled_dot_product_attention and "
         "MultiheadAttention do steps 6 and 7 for you, and the chapter's CausalSelfAttention and the two functions "
         "above are this task's answer.",
+        allowed=ATTENTION_BY_HAND,
     ),
 )
 
@@ -262,6 +264,7 @@ SOFTCAP_CHECK = FunctionCheck(
         calls=("course_utils.attention.softcap",),
         hint=N_("write cap * tanh(s / cap) with torch.tanh."),
         why="course_utils.attention.softcap is this task's answer.",
+        allowed=BASIC,
     ),
 )
 
@@ -330,6 +333,7 @@ ENTROPY_CHECK = FunctionCheck(
         hint=N_("sum -p * log p over the last dim yourself; torch.special.xlogy(p, p) counts 0 * log 0 as 0."),
         why="course_utils.attention.attention_entropy is this task's answer, and Categorical(probs=p).entropy() "
         "computes it too (the distribution has no other use in this task).",
+        allowed=BASIC,
     ),
 )
 

@@ -33,6 +33,7 @@ from ..i18n import N_, _
 from ..model import Block
 from ..norms import RMSNorm
 from ..recipes import recipe_config
+from .allowed import ATTENTION_BY_HAND
 from .core import Case, CheckReport, FunctionCheck, Message
 from .ex02 import HALF_TOLERANCES, DtypeCase, _NormCheck
 from .forbidden import ATTENTION, COURSE_NORMS, TORCH_NORMS, Forbidden
@@ -439,6 +440,7 @@ FORBIDDEN = Forbidden(
     why="the course's RMSNorm, CausalSelfAttention and Block built with recipe_config('gemma3') are the references "
     "your outputs are compared with; torch's norms and scaled_dot_product_attention, and the functions of the "
     "checks of exercises 04 to 06, compute these steps for you.",
+    allowed=ATTENTION_BY_HAND,
 )
 
 

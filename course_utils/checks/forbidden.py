@@ -90,6 +90,7 @@ class Forbidden:
     calls: tuple
     hint: str
     why: str = ""
+    allowed: object = None  # what the function may compute with (checks/allowed.py's Allowed), else no allowlist
 
     def __post_init__(self):
         object.__setattr__(self, "calls", tuple(self.calls))
@@ -833,7 +834,10 @@ def notebook_hits(check, sources: list, function_name: str) -> list:
 def watch(check) -> dict:
     """The runtime keys to trace for this check, as plain data (sent to the learner's kernel)."""
     index = _index(check)
-    return {kind: sorted(keys) for kind, keys in index.watch.items()}
+    out = {kind: sorted(keys) for kind, keys in index.watch.items()}
+    if getattr(getattr(check, "forbidden", None), "allowed", None) is not None:
+        out["record"] = True  # every ATen op and library call, for the allowlist (checks/allowed.py)
+    return out
 
 
 def trace_for(check) -> CallTrace:

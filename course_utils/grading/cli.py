@@ -257,15 +257,15 @@ def write_csv(results: list[dict], path: Path) -> None:
 
 def review_text(result: dict) -> str:
     """What the instructor should look at in this row: the items whose calls the trace could not vouch for."""
-    from ..checks.core import REVIEW_REASONS, review_codes
+    from ..checks.core import review_reasons
 
     notes = []
     if "solution-markers" in result.get("review_notes", []):
         notes.append(_("the notebook holds the answer key's ### BEGIN SOLUTION markers (copied from solutions/?)"))
     for item in result.get("items", []):
-        codes = review_codes(item.get("review"))
-        if codes:
-            notes.append(f"{item['column']}: " + ", ".join(_(REVIEW_REASONS[c]) for c in codes))
+        reasons = review_reasons(item.get("review"), item.get("unlisted"))
+        if reasons:
+            notes.append(f"{item['column']}: " + ", ".join(reasons))
     return "; ".join(notes)
 
 

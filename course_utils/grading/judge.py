@@ -26,7 +26,8 @@ def judge(kind: str, graded, check, answer: dict, seed: int, forbidden=()):
     `forbidden` are the forbidden calls that the grader's static scan of the notebook found in the function
     (course_utils.checks.forbidden); the kernel's trace of the calls adds the ones it recorded (evidence: a
     kernel can leave a call out, but cannot add a name the check does not forbid). Either gives ❌. A trace
-    that could not vouch for the calls (the kernel's `tampered`) marks the item for the instructor's review.
+    that could not vouch for the calls (the kernel's `tampered`), or ops and library calls outside the task's
+    allowlist (the kernel's `ops` and `library`, checks/allowed.py), mark the item for the instructor's review.
     """
     report = _verdict(kind, graded, check, answer, seed)
     if kind != "function":
@@ -36,7 +37,7 @@ def judge(kind: str, graded, check, answer: dict, seed: int, forbidden=()):
     traced = trace_names(check, answer.get("trace"))
     vouched = isinstance(answer.get("trace"), list) and answer.get("tampered") == []
     report = check.with_forbidden(report, merge(confirmed(forbidden, traced, vouched), traced))
-    return check.with_review(report, answer.get("tampered"))
+    return check.with_review(report, answer.get("tampered"), answer.get("ops"), answer.get("library"))
 
 
 def _verdict(kind: str, graded, check, answer: dict, seed: int):

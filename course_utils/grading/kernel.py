@@ -222,8 +222,7 @@ def _call(namespace, function_name, request):
                 "type": type(exc).__name__[:100],
                 "message": message[:500],
                 "call": index,
-                "trace": _hits(trace),
-                "tampered": _tampered(trace),
+                **_seen(trace),
             }
         try:
             results.append({"output": encode(output), "args_after": [encode(a) for a in args]})
@@ -234,7 +233,7 @@ def _call(namespace, function_name, request):
                     "args_after": [encode(a) for a in args],
                 }
             )
-    return {"status": "ok", "results": results, "trace": _hits(trace), "tampered": _tampered(trace)}
+    return {"status": "ok", "results": results, **_seen(trace)}
 
 
 def _trace(watch):
@@ -251,14 +250,20 @@ def _trace(watch):
         return contextlib.nullcontext()
 
 
-def _hits(trace) -> list:
-    hits = getattr(trace, "hits", [])
-    return [str(h)[:200] for h in hits[:100]] if isinstance(hits, list) else []
+def _seen(trace) -> dict:
+    """What the trace saw, as plain data: the watched calls (`trace`), why it cannot vouch for them (`tampered`),
+    and with the grader's `record`, every ATen op (`ops`) and direct library call (`library`) for the allowlist."""
 
+    def strings(name, most, length):
+        values = getattr(trace, name, [])
+        return [str(v)[:length] for v in values[:most]] if isinstance(values, list) else []
 
-def _tampered(trace) -> list:
-    reasons = getattr(trace, "tampered", [])
-    return [str(r)[:40] for r in reasons[:20]] if isinstance(reasons, list) else []
+    return {
+        "trace": strings("hits", 100, 200),
+        "tampered": strings("tampered", 20, 40),
+        "ops": strings("ops_seen", 500, 200),
+        "library": strings("library_seen", 500, 200),
+    }
 
 
 def kernel_source() -> str:

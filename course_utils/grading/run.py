@@ -754,6 +754,7 @@ def _grade_into(result: dict, path: Path, task: dict) -> None:
             entry["forbidden"] = list(report.forbidden)
         if getattr(report, "review", None):
             entry["review"] = list(report.review)
+            entry["unlisted"] = list(report.unlisted)
     result["total"] = float(sum(e["earned"] for e in result["items"]))
     if run["stop"]:
         result.update(status=run["stop"].status, reason=run["stop"].reason)
