@@ -103,20 +103,19 @@ def plain_execute(path: Path) -> float:
 
 
 def grade_one(path: Path) -> float:
-    from course_utils.grading.run import grade_submission
+    from course_utils.grading.run import Task, grade_submission
 
-    task = {
-        "path": str(path),
-        "display": str(path),
-        "learner": "bench",
-        "seed": 12345,
-        "config": {},
-        "timeout": 300,
-        "cell_timeout": 60,
-        "known_exercises": ["ex01_layernorm"],
-        "solutions": str(ROOT / "solutions"),
-        "sandbox": SANDBOXED,
-    }
+    task = Task(
+        path=str(path),
+        display=str(path),
+        learner="bench",
+        seed=12345,
+        timeout=300,
+        cell_timeout=60,
+        known_exercises=("ex01_layernorm",),
+        solutions=str(ROOT / "solutions"),
+        sandbox=SANDBOXED,
+    )
     start = time.perf_counter()
     result = grade_submission(task)
     seconds = time.perf_counter() - start

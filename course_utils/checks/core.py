@@ -13,11 +13,14 @@ The pieces, in the order a check uses them:
     Case             one call: the arguments, and the reference's output for them
     compare_tensor   one output against one expected tensor: the error, or the problem in words
     FunctionCheck    the cases, the tolerance, the hints and the named mistakes of one learner function:
-                       evaluate    calls the learner's function on every case (here, in the notebook)
-                       judge_case  the verdict on one output; the grader judges with it too
+                       run         calls the learner's function on every case (here, in the notebook): a
+                                   CallOutcome, which the grader instead decodes from the learner's kernel
+                       verdict     the verdict on a CallOutcome, wherever it came from (evaluate = run + verdict)
+                       judge_case  the verdict on one output
                        diagnose    names the known mistake an output matches (the one such loop)
                        report      turns the cases' verdicts into the check's verdict and hint
-    CaseResult       the verdict on one case;  CheckReport  the verdict on the whole check
+    CaseResult       the verdict on one case, with reason codes (Problem) that logic reads instead of its words
+    CheckReport      the verdict on the whole check
     forbidden        what a task asks the learner not to call (checks/forbidden.py): a function that calls
                      it gets ❌ naming the call, whatever its outputs (`with_forbidden`)
 
@@ -51,11 +54,13 @@ from .forbidden import Forbidden
 
 __all__ = [
     "Case",
+    "CallOutcome",
     "CaseResult",
     "CheckReport",
     "FunctionCheck",
     "Joined",
     "Message",
+    "Problem",
     "WrongOutputStructure",
     "changed_in_place",
     "compare_tensor",
@@ -99,6 +104,33 @@ class Message(Text):
 
 def _message(msgid: str, fields: dict) -> Message:
     return Message(msgid, **fields)
+
+
+class Problem(Message):
+    """A Message that says what is wrong with an output, with a reason code that logic reads instead of the words:
+    "type", "shape", "non-finite", "tolerance" (compare_tensor), "structure" (a wrong tuple), "in-place", "unread"
+    (an output the grader's kernel could not send as data), "uncomparable"; and "raised", a report's message."""
+
+    def __new__(cls, reason: str, msgid: str, **fields):
+        self = super().__new__(cls, msgid, **fields)
+        self.reason = reason
+        return self
+
+    def __reduce__(self):
+        return (_problem, (self.reason, self.msgid, self.fields))
+
+
+def _problem(reason: str, msgid: str, fields: dict) -> Problem:
+    return Problem(reason, msgid, **fields)
+
+
+def reasons_of(note) -> frozenset:
+    """The reason codes of a case's note: a Problem's own, or those of the Problems joined in it."""
+    if isinstance(note, Problem):
+        return frozenset((note.reason,))
+    if isinstance(note, Joined):
+        return frozenset().union(*(reasons_of(p) for p in note.parts))
+    return frozenset()
 
 
 class Joined(Text):
@@ -151,8 +183,13 @@ class CaseResult:
     passed: bool
     error: float  # max abs error (inf when the output could not be compared)
     tolerance: float
-    note: str = ""  # why it failed, in words
+    note: str = ""  # why it failed, in words (a Problem, or Problems joined, carry reason codes: `reasons`)
     mistake: str | None = None  # the hint of the known mistake this output matches, if any
+
+    @property
+    def reasons(self) -> frozenset:
+        """Why it failed, as codes ("non-finite", "in-place", ...: Problem): what logic reads, never the words."""
+        return reasons_of(self.note)
 
 
 @dataclass
@@ -243,7 +280,11 @@ class CheckReport:
         failed = [c for c in self.cases if not c.passed]
         if self.message:
             message = shown(self.message)
-            said = _("it {message}").format(message=message) if self.message.startswith("raised ") else message
+            said = (
+                _("it {message}").format(message=message)
+                if getattr(self.message, "reason", "") == "raised"
+                else message
+            )
             lines.append("   " + _("Apart from that, {said}.").format(said=said))
         elif self.cases and not failed:
             if len(self.cases) == 1:
@@ -346,28 +387,26 @@ def compare_tensor(got, expected: torch.Tensor, tolerance: float) -> tuple[float
     """(max abs error, problem in words or '') of an output against the float64 expected tensor."""
     t = _as_tensor(got)
     if t is None:
-        return math.inf, Message(N_("returned {type}, expected a tensor"), type=type(got).__name__)
+        return math.inf, Problem("type", N_("returned {type}, expected a tensor"), type=type(got).__name__)
     if tuple(t.shape) != tuple(expected.shape):
-        return math.inf, Message(
-            N_("returned shape {shape}, expected {expected}"), shape=tuple(t.shape), expected=tuple(expected.shape)
+        return math.inf, Problem(
+            "shape",
+            N_("returned shape {shape}, expected {expected}"),
+            shape=tuple(t.shape),
+            expected=tuple(expected.shape),
         )
     t = t.to(torch.float64)
     if not torch.isfinite(expected).all():
         raise ValueError("compare_tensor: the expected tensor must be finite")
     if not torch.isfinite(t).all():
         bad = "NaN" if torch.isnan(t).any() else "inf"
-        return math.inf, Message(N_("output contains {bad}"), bad=bad)
+        return math.inf, Problem("non-finite", N_("output contains {bad}"), bad=bad)
     err = float((t - expected.to(torch.float64)).abs().max()) if t.numel() else 0.0
     if err > tolerance:
-        return err, Message(
-            N_("max abs error {error} > tolerance {tolerance}"), error=_fmt(err), tolerance=_fmt(tolerance)
+        return err, Problem(
+            "tolerance", N_("max abs error {error} > tolerance {tolerance}"), error=_fmt(err), tolerance=_fmt(tolerance)
         )
     return err, ""
-
-
-def _non_finite(note: str) -> bool:
-    """Whether a case's note says that the output held NaN or inf (see compare_tensor)."""
-    return "contains NaN" in note or "contains inf" in note
 
 
 def changed_in_place(before: tuple, after) -> bool:
@@ -402,6 +441,38 @@ class WrongOutputStructure(Exception):
 def problem_text(exc: BaseException):
     """The message of a WrongOutputStructure as it was raised (a Message stays one)."""
     return exc.args[0] if len(exc.args) == 1 and isinstance(exc.args[0], str) else str(exc)
+
+
+# ----------------------------------------------------------------------------------------------------
+# what calling a learner's function gave
+# ----------------------------------------------------------------------------------------------------
+@dataclass
+class CallOutcome:
+    """What calling a learner's function on a check's cases gave: the one thing that both places that call it
+    produce (FunctionCheck.run in the notebook; the grader's judge, decoding what the learner's kernel sent), and
+    the one thing FunctionCheck.verdict judges.
+
+    status        "ok": `results` holds one (output, arguments as the call left them) per case, or a CaseResult
+                  for an output the grader's kernel could not send as data; "raised": `exception` ("ValueError:
+                  its message") on case number `call`; "not-implemented"; "not-a-function" (`type_name`)
+    hits ... library_seen   what the runtime trace of the calls saw (course_utils.tracing.CallTrace's fields):
+                  the forbidden calls, why it cannot vouch for them, every ATen op, every direct library call
+    """
+
+    status: str
+    results: list = field(default_factory=list)
+    exception: str = ""
+    call: int | None = None
+    type_name: str = ""
+    hits: list = field(default_factory=list)
+    tampered: list = field(default_factory=list)
+    ops_seen: list = field(default_factory=list)
+    library_seen: list = field(default_factory=list)
+
+    def saw(self, trace) -> None:
+        """Take what a trace saw (a CallTrace, or a nullcontext that saw nothing)."""
+        for name in ("hits", "tampered", "ops_seen", "library_seen"):
+            setattr(self, name, list(getattr(trace, name, [])))
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -467,7 +538,12 @@ class FunctionCheck:
                 else Message(N_("{n} values"), n=len(output))
             )
             raise WrongOutputStructure(
-                Message(N_("returned {what}; expected a tuple ({parts})"), what=what, parts=", ".join(self.parts))
+                Problem(
+                    "structure",
+                    N_("returned {what}; expected a tuple ({parts})"),
+                    what=what,
+                    parts=", ".join(self.parts),
+                )
             )
         return list(output)
 
@@ -544,7 +620,7 @@ class FunctionCheck:
                     False,
                     result.error,
                     result.tolerance,
-                    N_("your function changed its input tensor in place"),
+                    Problem("in-place", N_("your function changed its input tensor in place")),
                 )
             return result
         except Exception as exc:  # an output so odd that comparing it fails (a tensor subclass that raises, ...)
@@ -553,7 +629,7 @@ class FunctionCheck:
                 False,
                 math.inf,
                 self.tolerance_for(case),
-                Message(N_("the output could not be compared ({type})"), type=type(exc).__name__),
+                Problem("uncomparable", N_("the output could not be compared ({type})"), type=type(exc).__name__),
             )
 
     # ------------------------------------------------------------------------------------------------
@@ -567,35 +643,68 @@ class FunctionCheck:
 
     def evaluate(self, fn, seed: int = 0) -> CheckReport:
         """Call fn on every case (in this process) and judge each output; never raises for the learner's bugs."""
+        static = _forbidden.static_hits(self, fn) if callable(fn) else []
+        return self.verdict(self.run(fn, seed), seed, static)
+
+    def run(self, fn, seed: int = 0) -> CallOutcome:
+        """Call fn on every case of `seed`, in this process, under a trace of its calls: the CallOutcome that the
+        grader's kernel sends as data (course_utils.grading.kernel) and its judge decodes."""
         if not callable(fn):
-            return CheckReport(
-                self.name,
-                "error",
-                message=Message(N_("expected a function, got {type}"), type=type(fn).__name__),
-                hint=self.hint,
-            )
-        results = []
-        static, trace = _forbidden.static_hits(self, fn), _forbidden.trace_for(self)
-        for case in self.cases(seed):
+            return CallOutcome("not-a-function", type_name=type(fn).__name__)
+        trace = _forbidden.trace_for(self)
+        outcome = CallOutcome("ok")
+        for number, case in enumerate(self.cases(seed)):
             args = _copies(case.args)
             try:
                 with trace:  # records the forbidden calls this call really makes
                     output = self.call(fn, args)
             except NotImplementedError:
-                return CheckReport(self.name, "not-implemented")
+                outcome = CallOutcome("not-implemented")
+                break
             except (Exception, SystemExit) as exc:  # the learner's bug, reported in one line
-                report = CheckReport(
-                    self.name,
-                    "error",
-                    message=Message(
-                        N_("raised {exception} (on case: {case})"), exception=describe_exception(exc), case=case.name
-                    ),
-                    hint=self.hint,
-                )
-                return self.traced(self.with_forbidden(report, _forbidden.found(self, static, trace)), trace)
-            results.append(self.judge_case(case, output, args))
-        report = self.with_forbidden(self.report(results), _forbidden.found(self, static, trace))
-        return self.traced(report, trace)
+                outcome = CallOutcome("raised", exception=describe_exception(exc), call=number)
+                break
+            outcome.results.append((output, args))
+        outcome.saw(trace)
+        return outcome
+
+    def verdict(self, outcome: CallOutcome, seed: int = 0, static=()) -> CheckReport:
+        """The check's verdict on what calling the learner's function gave, wherever it ran: in this process
+        (`evaluate`) or in the learner's kernel, decoded by the grader (course_utils.grading.judge). `static` are
+        the forbidden names a static scan found in the function (checks/forbidden.py)."""
+        if outcome.status == "not-implemented":
+            return CheckReport(self.name, "not-implemented")
+        if outcome.status == "not-a-function":
+            report = CheckReport(
+                self.name,
+                "error",
+                message=Message(
+                    N_("`{function}` is a {type}, not a function"), function=self.name, type=outcome.type_name
+                ),
+                hint=Message(N_("define `{function}` with `def`, as the exercise does."), function=self.name),
+            )
+            return report
+        cases = self.cases(seed)
+        if outcome.status == "raised":
+            on = cases[outcome.call].name if isinstance(outcome.call, int) and 0 <= outcome.call < len(cases) else "?"
+            report = CheckReport(
+                self.name,
+                "error",
+                message=Problem(
+                    "raised", N_("raised {exception} (on case: {case})"), exception=outcome.exception, case=on
+                ),
+                hint=self.hint,
+            )
+        else:
+            verdicts = [
+                result if isinstance(result, CaseResult) else self.judge_case(case, *result)
+                for case, result in zip(cases, outcome.results)
+            ]
+            report = self.report(verdicts)
+        traced = _forbidden.trace_names(self, outcome.hits)
+        vouched = isinstance(outcome.hits, list) and not outcome.tampered  # hits None: no trace came back
+        report = self.with_forbidden(report, _forbidden.merge(_forbidden.confirmed(static, traced, vouched), traced))
+        return self.with_review(report, outcome.tampered, outcome.ops_seen, outcome.library_seen)
 
     def traced(self, report: CheckReport, trace) -> CheckReport:
         """The report marked for review from what a trace of the learner's calls saw in this process."""
@@ -638,9 +747,9 @@ class FunctionCheck:
         named = next((r.mistake for r in failed if r.mistake), None)
         if named:
             hint = named
-        elif any(_non_finite(r.note) for r in failed):
+        elif any("non-finite" in r.reasons for r in failed):
             hint = self.nan_hint
-        elif any("in place" in r.note for r in failed):
+        elif any("in-place" in r.reasons for r in failed):
             hint = self.in_place_hint
         else:
             hint = self.hint

@@ -66,6 +66,7 @@ from .run import (
     GRADER_ERROR,
     GRADER_VERSION,
     STATUSES,
+    Task,
     file_sha256,
     grade_submission,
     mark_grader_error,
@@ -496,23 +497,23 @@ def _main(args, argv) -> int:
             skipped += 1
         else:
             todo.append(
-                {
-                    "path": str(sub.path),
-                    "display": sub.display,
-                    "learner": sub.learner,
-                    "sha256": sha,
-                    "copy_folder": sub.copy_folder,
-                    "seed": seed,
-                    "config": config,
-                    "exercise": args.exercise,
-                    "timeout": args.timeout,
-                    "cell_timeout": args.cell_timeout,
-                    "known_exercises": known_exercises(),
-                    "solutions": str(SOLUTIONS),
-                    "lang": args.lang,
-                    "sandbox": not args.no_sandbox,
-                    "hidden": hidden,
-                }
+                Task(
+                    path=str(sub.path),
+                    display=sub.display,
+                    learner=sub.learner,
+                    sha256=sha,
+                    copy_folder=sub.copy_folder,
+                    seed=seed,
+                    config=config,
+                    exercise=args.exercise,
+                    timeout=args.timeout,
+                    cell_timeout=args.cell_timeout,
+                    known_exercises=tuple(known_exercises()),
+                    solutions=str(SOLUTIONS),
+                    lang=args.lang,
+                    sandbox=not args.no_sandbox,
+                    hidden=tuple(hidden),
+                )
             )
     interrupted = _grade_all(todo, max(1, args.jobs), state, results)
     rows = sorted(results.values(), key=lambda r: (r["learner"], r["exercise"], r["path"]))
@@ -623,19 +624,19 @@ def _folder_row(sub: Submission, seed: int, config: dict) -> dict:
     return new_result(sub.display, sub.learner, seed, config, status="invalid-notebook", reason=reason)
 
 
-def _failed_row(task: dict, status: str, reason: str, exc: BaseException | None = None) -> dict:
+def _failed_row(task: Task, status: str, reason: str, exc: BaseException | None = None) -> dict:
     """A row for a submission that has no result of its own (its grading process died)."""
-    row = new_result(task["display"], task["learner"], task["seed"], task["config"], status, reason, task["sha256"])
+    row = new_result(task.display, task.learner, task.seed, task.config, status, reason, task.sha256)
     if exc is not None:
         row["traceback"] = "".join(traceback.format_exception(exc))[-20_000:]
     return row
 
 
-def _grade_marked(task: dict, started: str) -> dict:
+def _grade_marked(task: Task, started: str) -> dict:
     """grade_submission, leaving a mark in the folder `started` while it runs: when a worker process dies, the
     marks left behind name the submissions that were being graded (one of them killed it)."""
-    mark = Path(started) / hashlib.sha256(task["display"].encode()).hexdigest()
-    mark.write_text(task["display"], encoding="utf-8")
+    mark = Path(started) / hashlib.sha256(task.display.encode()).hexdigest()
+    mark.write_text(task.display, encoding="utf-8")
     try:
         return grade_submission(task)
     finally:
@@ -653,7 +654,7 @@ def _grade_all(todo: list, jobs: int, state: State, results: dict) -> int:
         return 0
     from tqdm import tqdm
 
-    pending = {t["display"] for t in todo}
+    pending = {t.display for t in todo}
     bar = tqdm(total=len(todo), desc="grading", unit="notebook", file=sys.stderr, dynamic_ncols=True)
 
     def done(result: dict) -> None:
@@ -701,7 +702,7 @@ def _grade_all(todo: list, jobs: int, state: State, results: dict) -> int:
                         "or memory); the other submissions were graded without it"
                     )
                     done(_failed_row(task, "kernel-died", reason, exc))
-                elif task["display"] in running:
+                elif task.display in running:
                     suspects.append(task)
                 else:
                     queue.append(task)

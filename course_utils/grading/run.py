@@ -40,6 +40,7 @@ import tempfile
 import threading
 import time
 import traceback
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import i18n
@@ -321,47 +322,98 @@ class _Stop:
         self.status, self.reason = status, reason
 
 
-async def _run_in_kernel(nb, workdir: Path, iodir: Path, items: list, seed: int, limits: dict, sandbox=None) -> dict:
-    """Execute the notebook, then each graded call; returns {"answers", "stop", "cell_errors", "printed"}.
-    `sandbox` (course_utils.grading.sandbox.Sandbox, or None) is where the kernel runs."""
-    from jupyter_core.utils import ensure_async
-    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+@dataclass
+class KernelRun:
+    """What running one notebook, then its graded calls, in a kernel gave.
 
-    nb = copy.deepcopy(nb)
-    first_learner_cell = 1
-    nb.cells.insert(0, _grader_cell(_PREAMBLE))
-    state = {"deadline": None, "started": False}
+    answers      {item number: the kernel's answer (a dict, judged by course_utils.grading.judge)}
+    stop         why the kernel could run nothing more (_Stop), else None
+    cell_errors  "cell N: the error" for each learner cell that raised
+    printed      characters the learner's cells printed
+    running      the item whose call was running when the kernel stopped, else None
+    timeouts     the learner's cells that ran past their limit and were interrupted (the run went on)
+    timed_out    {item number: why}: the graded calls that ran past their limit (interrupted; the rest were judged)
+    """
 
-    def timeout_for(cell):
-        if not state["started"]:
+    answers: dict = field(default_factory=dict)
+    stop: _Stop | None = None
+    cell_errors: list = field(default_factory=list)
+    printed: int = 0
+    running: int | None = None
+    timeouts: list = field(default_factory=list)
+    timed_out: dict = field(default_factory=dict)
+
+
+class _KernelSession:
+    """One submission's kernel: runs the notebook's cells, then the grader's set-up cell and one cell per graded
+    call, each under its time limit. A cell or a call that runs past its limit is interrupted and the kernel
+    probed (`recovered`): one that answers again goes on with the next cell or call; one that does not (a loop
+    that swallows the interrupt) stops the run there. `sandbox` (course_utils.grading.sandbox.Sandbox, or None)
+    is where the kernel runs."""
+
+    FIRST_LEARNER_CELL = 1  # cell 0 is the grader's preamble
+
+    def __init__(self, nb, workdir: Path, iodir: Path, limits: dict, sandbox=None):
+        self.nb = copy.deepcopy(nb)
+        self.nb.cells.insert(0, _grader_cell(_PREAMBLE))
+        self.workdir, self.iodir, self.limits = workdir, iodir, limits
+        self.started = False  # the preamble ran: what fails from now on is the notebook's
+        self.deadline = None  # when the whole notebook must have finished (monotonic s), while its cells run
+        self.probing = False
+        self.current = _("the kernel's start")  # what runs now, in the words of a stop's reason
+        self.call_timeout = _("the kernel did not start within {seconds} s").format(seconds=STARTUP_TIMEOUT)
+        self.run = KernelRun()
+        self.client = _client_class()(
+            self.nb,
+            timeout_func=self.timeout_for,
+            allow_errors=True,
+            kernel_name="python3",
+            record_timing=False,
+            store_widget_state=False,
+            shutdown_kernel="immediate",
+            iopub_timeout=10,
+            startup_timeout=STARTUP_TIMEOUT,
+        )
+        self.client.km = kernel_manager(sandbox, iodir, kernel_name="python3")
+        self.client.km.kernel_spec.interrupt_mode = "message"  # a signal would not reach a kernel in its own session
+        self.client.grader_notes = {}
+
+    # ------------------------------------------------------------------------------------------------
+    def timeout_for(self, cell) -> int:
+        if not self.started:
             return STARTUP_TIMEOUT
-        if state.get("probe"):
+        if self.probing:
             return PROBE_TIMEOUT
-        limit = limits["cell_timeout"]
-        if state["deadline"] is not None:
-            limit = min(limit, state["deadline"] - time.monotonic())
+        limit = self.limits["cell_timeout"]
+        if self.deadline is not None:
+            limit = min(limit, self.deadline - time.monotonic())
         return max(1, math.ceil(limit))
 
-    client = _client_class()(
-        nb,
-        timeout_func=timeout_for,
-        allow_errors=True,
-        kernel_name="python3",
-        record_timing=False,
-        store_widget_state=False,
-        shutdown_kernel="immediate",
-        iopub_timeout=10,
-        startup_timeout=STARTUP_TIMEOUT,
-    )
-    client.km = kernel_manager(sandbox, iodir, kernel_name="python3")
-    client.km.kernel_spec.interrupt_mode = "message"  # a signal would not reach a kernel in its own session
-    client.grader_notes = {}
-    answers, stop, running = {}, None, {"item": None}
-    timeouts, timed_out = [], {}  # cells and graded calls that ran past their limit and were interrupted
+    def describe_timeout(self, index) -> str:
+        """Why the run stopped on a time limit: the whole notebook's, cell `index`'s, or (None) the graded call's."""
+        if self.deadline is not None and time.monotonic() >= self.deadline - 0.5 and index is not None:
+            return _("the notebook did not finish within {seconds} s").format(seconds=self.limits["timeout"])
+        if index is None:
+            return self.call_timeout
+        return _("cell {index} did not finish within {seconds} s").format(
+            index=index, seconds=self.limits["cell_timeout"]
+        )
 
-    async def recovered() -> bool:
+    async def execute(self, index: int) -> None:
+        await self.client.async_execute_cell(self.nb.cells[index], index)
+
+    async def append_and_execute(self, source: str) -> int:
+        self.nb.cells.append(_grader_cell(source))
+        await self.execute(len(self.nb.cells) - 1)
+        return len(self.nb.cells) - 1
+
+    async def recovered(self) -> bool:
         """After a cell or a graded call ran past its limit: interrupt the kernel and check that it answers
         again within PROBE_TIMEOUT s. False for a loop that swallows the interrupt: then the run stops there."""
+        from jupyter_core.utils import ensure_async
+        from nbclient.exceptions import CellTimeoutError
+
+        client = self.client
         try:
             await ensure_async(client.km.interrupt_kernel())
             # fresh channels: the timed-out cell's poller would go on taking the next cells' messages
@@ -371,134 +423,132 @@ async def _run_in_kernel(nb, workdir: Path, iodir: Path, items: list, seed: int,
             stale.stop_channels()
         except Exception:
             return False
-        probe = _grader_cell("pass")
-        nb.cells.append(probe)
-        state["probe"] = True
+        self.probing = True
         try:
-            await client.async_execute_cell(probe, len(nb.cells) - 1)
+            await self.append_and_execute("pass")
             return True
         except CellTimeoutError:
             return False
         finally:
-            state["probe"] = False
+            self.probing = False
 
-    current = _("the kernel's start")
+    # ------------------------------------------------------------------------------------------------
+    async def learner_cells(self) -> None:
+        """The notebook's own cells, as "Run All" runs them; a cell that runs past its limit is interrupted."""
+        from nbclient.exceptions import CellTimeoutError
 
-    def describe_timeout(index):
-        if state["deadline"] is not None and time.monotonic() >= state["deadline"] - 0.5 and index is not None:
-            return _("the notebook did not finish within {seconds} s").format(seconds=limits["timeout"])
-        if index is None:
-            return current_call["text"]
-        return _("cell {index} did not finish within {seconds} s").format(index=index, seconds=limits["cell_timeout"])
-
-    current_call = {"text": _("the kernel did not start within {seconds} s").format(seconds=STARTUP_TIMEOUT)}
-    kernel = None
-    try:
-        async with client.async_setup_kernel(
-            cwd=str(workdir),
-            env=_kernel_env(i18n.language(), workdir.parent),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        ):
-            kernel = client.km
-            _KERNELS.add(kernel)
-            index = None
+        self.deadline = time.monotonic() + self.limits["timeout"]
+        for index in range(self.FIRST_LEARNER_CELL, len(self.nb.cells)):
+            self.current = _("cell {index}").format(index=index - self.FIRST_LEARNER_CELL)
+            self.cell = index - self.FIRST_LEARNER_CELL
             try:
-                await client.async_execute_cell(nb.cells[0], 0)
-                state["started"] = True
-                state["deadline"] = time.monotonic() + limits["timeout"]
-                for index in range(first_learner_cell, len(nb.cells)):
-                    current = _("cell {index}").format(index=index - first_learner_cell)
-                    try:
-                        await client.async_execute_cell(nb.cells[index], index)
-                    except CellTimeoutError:
-                        why = describe_timeout(index - first_learner_cell)
-                        if state["deadline"] - time.monotonic() < 1 or not await recovered():
-                            raise
-                        timeouts.append(why)  # interrupted: the notebook goes on, as after a cell that raised
-                index = None
-                current = _("the grader's set-up")
-                current_call["text"] = _("the grader's set-up did not finish within {seconds} s").format(
-                    seconds=limits["cell_timeout"]
+                await self.execute(index)
+            except CellTimeoutError:
+                why = self.describe_timeout(self.cell)
+                if self.deadline - time.monotonic() < 1 or not await self.recovered():
+                    raise
+                self.run.timeouts.append(why)  # interrupted: the notebook goes on, as after a cell that raised
+        self.cell = None
+
+    async def graded_calls(self, items: list, seed: int) -> None:
+        """The grader's set-up cell, then one cell per graded item that calls the learner's function on the
+        grader's inputs (course_utils.grading.kernel) and leaves its answer in a file."""
+        from nbclient.exceptions import CellTimeoutError
+
+        self.current = _("the grader's set-up")
+        self.call_timeout = _("the grader's set-up did not finish within {seconds} s").format(
+            seconds=self.limits["cell_timeout"]
+        )
+        self.deadline = None  # graded calls have their own limit per call
+        with _GraderStep(N_("preparing the grader's set-up cell")):
+            setup = (
+                f"_course_grader = {{'__name__': 'course_grader_kernel'}}\n"
+                f"exec(compile({kernel_source()!r}, '<course grader>', 'exec'), _course_grader)\n"
+            )
+        await self.append_and_execute(setup)
+        for number, (kind, graded, check) in enumerate(items):
+            request_path, answer_path = self.iodir / f"request{number}.json", self.iodir / f"answer{number}.json"
+            with _GraderStep(N_("generating and sending the inputs of check {check}"), check=repr(graded.check)):
+                request_path.write_text(json.dumps(_request(kind, check, seed)), encoding="utf-8")
+                source = (
+                    f"_course_grader['call_learner_function'](globals(), {graded.function!r}, "
+                    f"{str(request_path)!r}, {str(answer_path)!r})"
                 )
-                with _GraderStep(N_("preparing the grader's set-up cell")):
-                    setup = (
-                        f"_course_grader = {{'__name__': 'course_grader_kernel'}}\n"
-                        f"exec(compile({kernel_source()!r}, '<course grader>', 'exec'), _course_grader)\n"
+            self.current = f"`{graded.function}`"
+            self.run.running = number
+            self.call_timeout = _("`{function}` did not return within {seconds} s on the grader's inputs").format(
+                function=graded.function, seconds=self.limits["cell_timeout"]
+            )
+            try:
+                index = await self.append_and_execute(source)
+            except CellTimeoutError:
+                if not await self.recovered():
+                    raise
+                self.run.timed_out[number] = self.call_timeout  # this item only: the next ones are judged
+                self.run.running = None
+                continue
+            with _GraderStep(N_("reading the kernel's answer for check {check}"), check=repr(graded.check)):
+                self.run.answers[number] = _read_answer(answer_path, self.client.grader_notes.get(index))
+            self.run.running = None
+
+    async def __call__(self, items: list, seed: int) -> KernelRun:
+        """Run it all; a kernel that dies or hangs ends the run with a `stop` saying so."""
+        from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+        self.cell = None
+        kernel = None
+        try:
+            async with self.client.async_setup_kernel(
+                cwd=str(self.workdir),
+                env=_kernel_env(i18n.language(), self.workdir.parent),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            ):
+                kernel = self.client.km
+                _KERNELS.add(kernel)
+                try:
+                    await self.execute(0)
+                    self.started = True
+                    await self.learner_cells()
+                    await self.graded_calls(items, seed)
+                except CellTimeoutError as exc:
+                    if not self.started:
+                        raise _not_started(exc) from exc
+                    self.run.stop = _Stop("timeout", self.describe_timeout(self.cell))
+                except DeadKernelError as exc:
+                    if not self.started:
+                        raise _not_started(exc) from exc
+                    self.run.stop = _Stop(
+                        "kernel-died",
+                        _(
+                            "the kernel died while running {what} (os._exit, a crash such as a segfault, or memory)"
+                        ).format(what=self.current),
                     )
-                    nb.cells.append(_grader_cell(setup))
-                state["deadline"] = None  # graded calls have their own limit per call
-                await client.async_execute_cell(nb.cells[-1], len(nb.cells) - 1)
-                for number, (kind, graded, check) in enumerate(items):
-                    request_path, answer_path = iodir / f"request{number}.json", iodir / f"answer{number}.json"
-                    step = N_("generating and sending the inputs of check {check}")
-                    with _GraderStep(step, check=repr(graded.check)):
-                        request_path.write_text(json.dumps(_request(kind, check, seed)), encoding="utf-8")
-                        source = (
-                            f"_course_grader['call_learner_function'](globals(), {graded.function!r}, "
-                            f"{str(request_path)!r}, {str(answer_path)!r})"
-                        )
-                        nb.cells.append(_grader_cell(source))
-                    current = f"`{graded.function}`"
-                    running["item"] = number
-                    current_call["text"] = _(
-                        "`{function}` did not return within {seconds} s on the grader's inputs"
-                    ).format(function=graded.function, seconds=limits["cell_timeout"])
-                    try:
-                        await client.async_execute_cell(nb.cells[-1], len(nb.cells) - 1)
-                    except CellTimeoutError:
-                        if not await recovered():
-                            raise
-                        timed_out[number] = current_call["text"]  # this item only: the next ones are judged
-                        running["item"] = None
-                        continue
-                    with _GraderStep(N_("reading the kernel's answer for check {check}"), check=repr(graded.check)):
-                        answers[number] = _read_answer(answer_path, client.grader_notes.get(len(nb.cells) - 1))
-                    running["item"] = None
-            except CellTimeoutError as exc:
-                if not state["started"]:
-                    raise _not_started(exc) from exc
-                learner_index = None if index is None else index - first_learner_cell
-                stop = _Stop("timeout", describe_timeout(learner_index))
-            except DeadKernelError as exc:
-                if not state["started"]:
-                    raise _not_started(exc) from exc
-                stop = _Stop(
+        except GraderError:
+            raise  # the grader's own failure: never passed off as the kernel's
+        except Exception as exc:  # the kernel's messages stopped making sense (code that broke its messaging)
+            if not self.started:
+                raise _not_started(exc) from exc
+            if self.run.stop is None:
+                self.run.stop = _Stop(
                     "kernel-died",
-                    _("the kernel died while running {what} (os._exit, a crash such as a segfault, or memory)").format(
-                        what=current
+                    _("the kernel stopped answering properly during {what} ({error})").format(
+                        what=self.current, error=f"{type(exc).__name__}: {str(exc)[:100]}"
                     ),
                 )
-    except GraderError:
-        raise  # the grader's own failure: never passed off as the kernel's
-    except Exception as exc:  # the kernel's messages stopped making sense (code that broke its messaging)
-        if not state["started"]:
-            raise _not_started(exc) from exc
-        if stop is None:
-            stop = _Stop(
-                "kernel-died",
-                _("the kernel stopped answering properly during {what} ({error})").format(
-                    what=current, error=f"{type(exc).__name__}: {str(exc)[:100]}"
-                ),
-            )
-    finally:
-        _KERNELS.discard(kernel)
-    errors = []
-    printed = 0
-    for cell_index, notes in sorted(client.grader_notes.items()):
-        if cell_index < len(nb.cells) and GRADER_TAG not in nb.cells[cell_index].metadata.get("tags", []):
-            printed += notes["printed"]
-            if notes["error"]:
-                errors.append(f"cell {cell_index - first_learner_cell}: {notes['error']}")
-    return {
-        "answers": answers,
-        "stop": stop,
-        "cell_errors": errors,
-        "printed": printed,
-        "running": running["item"],
-        "timeouts": timeouts,
-        "timed_out": timed_out,
-    }
+        finally:
+            _KERNELS.discard(kernel)
+        for cell_index, notes in sorted(self.client.grader_notes.items()):
+            if cell_index < len(self.nb.cells) and GRADER_TAG not in self.nb.cells[cell_index].metadata.get("tags", []):
+                self.run.printed += notes["printed"]
+                if notes["error"]:
+                    self.run.cell_errors.append(f"cell {cell_index - self.FIRST_LEARNER_CELL}: {notes['error']}")
+        return self.run
+
+
+async def _run_in_kernel(nb, workdir: Path, iodir: Path, items: list, seed: int, limits: dict, sandbox=None):
+    """Execute the notebook, then each graded call (_KernelSession): a KernelRun."""
+    return await _KernelSession(nb, workdir, iodir, limits, sandbox)(items, seed)
 
 
 def _not_started(exc: BaseException) -> GraderError:
@@ -605,6 +655,36 @@ def worker_init() -> None:
 # ------------------------------------------------------------------------------------------------------
 # one submission, start to finish
 # ------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Task:
+    """One submission to grade, as the batch (course_utils.grading.cli) hands it to a worker process.
+
+    path          the notebook;  display  its path as the gradebook shows it;  learner  whose it is
+    sha256        the file's hash (the resume state's key, with `config`);  seed  the grader's inputs' seed
+    exercise      the exercise to grade it as (None: identified from the notebook, among `known_exercises`)
+    timeout       s for the whole notebook;  cell_timeout  s for one cell, and for one graded call
+    solutions     the answer key's folder (the free-text answers' template)
+    copy_folder   run it in a copy of its whole folder (the learner's own), not of the notebook alone
+    sandbox       run the kernel in a bubblewrap sandbox (course_utils.grading.sandbox), hiding `hidden`
+    """
+
+    path: str
+    display: str
+    learner: str
+    seed: int
+    config: dict = field(default_factory=dict)
+    sha256: str = ""
+    exercise: str | None = None
+    timeout: float = 300
+    cell_timeout: float = 60
+    known_exercises: tuple = ()
+    solutions: str = ""
+    lang: str | None = None
+    copy_folder: bool = False
+    sandbox: bool = True
+    hidden: tuple = ()
+
+
 def new_result(path: str, learner: str, seed: int, config: dict, status="", reason="", sha256="") -> dict:
     """One row of the gradebook before anything is graded (the resume state keeps it as JSON): no exercise,
     no items, no points. grade_submission fills it in; the batch uses it as it is for a row with no grading."""
@@ -626,12 +706,12 @@ def new_result(path: str, learner: str, seed: int, config: dict, status="", reas
     }
 
 
-def grade_submission(task: dict) -> dict:
+def grade_submission(task: Task) -> dict:
     """Grade the submission described by `task` (see course_utils.grading.cli); a JSON-able result dict."""
     start = time.perf_counter()
-    path = Path(task["path"])
-    result = new_result(task["display"], task["learner"], task["seed"], task["config"], sha256=task.get("sha256", ""))
-    with i18n.using(task.get("lang")):  # the verdicts, reasons and the kernel in the grader's --lang
+    path = Path(task.path)
+    result = new_result(task.display, task.learner, task.seed, task.config, sha256=task.sha256)
+    with i18n.using(task.lang):  # the verdicts, reasons and the kernel in the grader's --lang
         try:
             _grade_into(result, path, task)
         except Exception as exc:  # the grader's own failure: a row that blames no one, and the traceback
@@ -658,7 +738,7 @@ def mark_grader_error(result: dict, exc: BaseException, step: str = N_("grading 
         item.update(earned=0.0, status="not-graded", text="")
 
 
-def _grade_into(result: dict, path: Path, task: dict) -> None:
+def _grade_into(result: dict, path: Path, task: Task) -> None:
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -670,7 +750,7 @@ def _grade_into(result: dict, path: Path, task: dict) -> None:
     except InvalidNotebook as exc:
         result.update(status="invalid-notebook", reason=str(exc))
         return
-    exercise, how = identify_exercise(nb, path, task["known_exercises"])
+    exercise, how = identify_exercise(nb, path, task.known_exercises)
     result["identified_by"] = how
     if exercise is None:
         result.update(
@@ -687,7 +767,7 @@ def _grade_into(result: dict, path: Path, task: dict) -> None:
         )
         return
     result["exercise"] = exercise
-    wanted = task.get("exercise")
+    wanted = task.exercise
     if wanted and exercise != wanted:
         result.update(
             status="wrong-exercise",
@@ -714,7 +794,7 @@ def _grade_into(result: dict, path: Path, task: dict) -> None:
         }
         for _, g, _ in items
     ]
-    result["free_text"] = free_text_answers(nb, exercise, Path(task["solutions"]))
+    result["free_text"] = free_text_answers(nb, exercise, Path(task.solutions))
     if _has_solution_markers(nb):  # the generator strips them: the learner started from the answer key
         result["review_notes"] = ["solution-markers"]
     with _GraderStep(N_("scanning the notebook for forbidden calls")):
@@ -724,31 +804,31 @@ def _grade_into(result: dict, path: Path, task: dict) -> None:
     try:
         workdir, iodir = root / "work", root / "io"
         iodir.mkdir()
-        _copy_submission(path, workdir, task.get("copy_folder", False))
-        limits = {"timeout": task["timeout"], "cell_timeout": task["cell_timeout"]}
-        sandbox = Sandbox(root, hidden=task.get("hidden", ())) if task.get("sandbox") else None
-        run = _in_thread(_run_in_kernel(nb, workdir, iodir, items, task["seed"], limits, sandbox))
+        _copy_submission(path, workdir, task.copy_folder)
+        limits = {"timeout": task.timeout, "cell_timeout": task.cell_timeout}
+        sandbox = Sandbox(root, hidden=task.hidden) if task.sandbox else None
+        run = _in_thread(_run_in_kernel(nb, workdir, iodir, items, task.seed, limits, sandbox))
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
-    result["cell_errors"] = run["cell_errors"][:20]
+    result["cell_errors"] = run.cell_errors[:20]
     for number, (kind, graded, check) in enumerate(items):
         entry = result["items"][number]
-        answer = run["answers"].get(number)
-        if number in run["timed_out"]:
-            why = run["timed_out"][number]
+        answer = run.answers.get(number)
+        if number in run.timed_out:
+            why = run.timed_out[number]
             entry.update(status="error", text=_("❌ {column}: {why}.").format(column=entry["column"], why=why))
             continue
         if answer is None:
-            why = run["stop"].reason if run["stop"] else _("not reached")
-            if number == run["running"]:
+            why = run.stop.reason if run.stop else _("not reached")
+            if number == run.running:
                 entry.update(status="error", text=_("❌ {column}: {why}.").format(column=entry["column"], why=why))
             else:
                 text = _("⏹ {column}: not graded ({why}).").format(column=entry["column"], why=why)
                 entry.update(status="not-graded", text=text)
             continue
         with _GraderStep(N_("judging check {check}"), check=repr(graded.check)):
-            report = judge(kind, graded, check, answer, task["seed"], forbidden=static.get(number, []))
+            report = judge(kind, graded, check, answer, task.seed, forbidden=static.get(number, []))
         entry.update(status=report.status, earned=float(graded.points) if report.passed else 0.0, text=report.text())
         if getattr(report, "forbidden", None):
             entry["forbidden"] = list(report.forbidden)
@@ -756,10 +836,10 @@ def _grade_into(result: dict, path: Path, task: dict) -> None:
             entry["review"] = list(report.review)
             entry["unlisted"] = list(report.unlisted)
     result["total"] = float(sum(e["earned"] for e in result["items"]))
-    if run["stop"]:
-        result.update(status=run["stop"].status, reason=run["stop"].reason)
+    if run.stop:
+        result.update(status=run.stop.status, reason=run.stop.reason)
     else:
-        late = run["timeouts"] + list(run["timed_out"].values())
+        late = run.timeouts + list(run.timed_out.values())
         result["status"] = "timeout" if late else "graded"
         failing = [e["column"] for e in result["items"] if e["earned"] < e["points"]]
         notes = [_("{what} (interrupted; the rest was graded)").format(what=why) for why in late]
@@ -768,10 +848,10 @@ def _grade_into(result: dict, path: Path, task: dict) -> None:
         calls = [f"{e['column']} ({', '.join(e['forbidden'])})" for e in result["items"] if e.get("forbidden")]
         if calls:
             notes.append(_("forbidden calls in {checks}").format(checks=", ".join(calls)))
-        if run["cell_errors"]:
-            notes.append(_("{n} cell(s) raised errors").format(n=len(run["cell_errors"])))
-        if run["printed"] > 10 * STREAM_LIMIT:
-            notes.append(_("printed {n:,} characters (truncated)").format(n=run["printed"]))
+        if run.cell_errors:
+            notes.append(_("{n} cell(s) raised errors").format(n=len(run.cell_errors)))
+        if run.printed > 10 * STREAM_LIMIT:
+            notes.append(_("printed {n:,} characters (truncated)").format(n=run.printed))
         result["reason"] = "; ".join(notes) or _("all checks passed")
 
 

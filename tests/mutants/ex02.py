@@ -63,6 +63,24 @@ def rms_norm_eps_outside_sqrt(x, weight=None, eps=1e-6):
     return _finish(x, h / (torch.sqrt(_mean_square(h)) + eps), weight)
 
 
+def rms_norm_clamped_mean_square(x, weight=None, eps=1e-6):
+    """Keeps the mean square away from 0 with max(ms, eps) (clamp_min) instead of adding eps."""
+    h = _upcast(x)
+    return _finish(x, h / torch.sqrt(_mean_square(h).clamp_min(eps)), weight)
+
+
+def rms_norm_eps_squared(x, weight=None, eps=1e-6):
+    """Adds eps² to the mean square (eps read as a floor on the RMS) instead of eps."""
+    h = _upcast(x)
+    return _finish(x, h / torch.sqrt(_mean_square(h) + eps * eps), weight)
+
+
+def rms_norm_sqrt_eps_outside(x, weight=None, eps=1e-6):
+    """Adds √eps to the RMS, sqrt(ms) + sqrt(eps), instead of eps inside the square root."""
+    h = _upcast(x)
+    return _finish(x, h / (torch.sqrt(_mean_square(h)) + eps**0.5), weight)
+
+
 def rms_norm_no_eps(x, weight=None, eps=1e-6):
     """Leaves eps out: divides by sqrt(mean(x**2))."""
     h = _upcast(x)
@@ -192,6 +210,9 @@ MUTANTS = {
         rms_norm_centred,
         rms_norm_l2_normalize,
         rms_norm_eps_outside_sqrt,
+        rms_norm_clamped_mean_square,
+        rms_norm_eps_squared,
+        rms_norm_sqrt_eps_outside,
         rms_norm_no_eps,
         rms_norm_hard_coded_eps,
         rms_norm_wrong_axis,

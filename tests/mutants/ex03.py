@@ -53,6 +53,20 @@ def _step(
     return y, update(running_mean, mean, momentum), update(running_var, stored(var, n), momentum)
 
 
+def batch_norm_clamped_variance(x, rm, rv, training, momentum=0.1, eps=1e-5):
+    """Keeps the variance away from 0 with max(var, eps) (clamp_min) instead of adding eps, in training and eval."""
+    return _step(
+        x, rm, rv, training, momentum, eps, divide=lambda centred, var, eps: centred / torch.sqrt(var.clamp_min(eps))
+    )
+
+
+def batch_norm_eps_squared(x, rm, rv, training, momentum=0.1, eps=1e-5):
+    """Adds eps² to the variance instead of eps, in training and eval."""
+    return _step(
+        x, rm, rv, training, momentum, eps, divide=lambda centred, var, eps: centred / torch.sqrt(var + eps * eps)
+    )
+
+
 def batch_norm_biased_running_var(x, rm, rv, training, momentum=0.1, eps=1e-5):
     """Stores the biased batch variance in running_var (no n / (n - 1))."""
     return _step(x, rm, rv, training, momentum, eps, stored=lambda var, n: var)
@@ -265,6 +279,8 @@ CORRECT = {"batch_norm_step": batch_norm_flattened, "masked_batch_stats": masked
 MUTANTS = {
     "batch_norm_step": [
         batch_norm_biased_running_var,
+        batch_norm_clamped_variance,
+        batch_norm_eps_squared,
         batch_norm_unbiased_normalization,
         batch_norm_variances_swapped,
         batch_norm_inverted_bessel,

@@ -79,6 +79,8 @@ def _attention(
     q, k, v = heads(q, n_head), heads(k, n_kv_head), heads(v, n_kv_head)
 
     def normalize(t, gain):
+        if gains == "before":
+            return rms(t * gain)
         if norm == "rms_head":
             t = rms(t)
         elif norm == "layer_head":
@@ -86,7 +88,12 @@ def _attention(
             t = c / torch.sqrt(c.pow(2).mean(dim=-1, keepdim=True) + eps)
         return t if gain is None else t * gain
 
-    g_q, g_k = {"right": (q_gain, k_gain), "none": (None, None), "swapped": (k_gain, q_gain)}[gains]
+    g_q, g_k = {
+        "right": (q_gain, k_gain),
+        "none": (None, None),
+        "swapped": (k_gain, q_gain),
+        "before": (q_gain, k_gain),
+    }[gains]
     if not use_rope:
         q, k = normalize(q, g_q), normalize(k, g_k)
     elif rope_first:
@@ -138,6 +145,11 @@ def qk_norm_no_gains(*args):
 def qk_norm_gains_swapped(*args):
     """Multiplies q by k_gain and k by q_gain."""
     return _attention(*args, gains="swapped")
+
+
+def qk_norm_gains_before_normalizing(*args):
+    """Multiplies q and k by their gains first, then normalizes the product (the norm undoes part of the gain)."""
+    return _attention(*args, gains="before")
 
 
 def qk_norm_eps_outside_sqrt(*args):
@@ -381,6 +393,7 @@ MUTANTS = {
         qk_norm_no_norm,
         qk_norm_no_gains,
         qk_norm_gains_swapped,
+        qk_norm_gains_before_normalizing,
         qk_norm_eps_outside_sqrt,
         qk_norm_no_eps,
         qk_norm_llama_eps,

@@ -22,7 +22,9 @@ def rms_norm_with_rsqrt(x, w, eps=1e-6):
     return (y * (w.to(h.dtype) + 1)).to(x.dtype)
 
 
-def _rms(x, w, eps=1e-6, *, gain=lambda w: 1 + w, eps_outside=False, dim=-1, center=False, mean=True, upcast=True):
+def _rms(
+    x, w, eps=1e-6, *, gain=lambda w: 1 + w, eps_outside=False, dim=-1, center=False, mean=True, upcast=True, floor=None
+):
     """RMSNorm as a learner writes it; each keyword is a slip."""
     h = x.float() if upcast and x.dtype in _HALF else x
     if center:
@@ -30,6 +32,8 @@ def _rms(x, w, eps=1e-6, *, gain=lambda w: 1 + w, eps_outside=False, dim=-1, cen
     squares = h * h
     ms = squares.mean(dim=dim, keepdim=True) if mean else squares.sum(dim=dim, keepdim=True)
     y = h / (torch.sqrt(ms) + eps) if eps_outside else h / torch.sqrt(ms + eps)
+    if floor is not None:  # eps as a floor, not a sum: "clamp" (max(ms, eps)) or "square" (ms + eps²)
+        y = h / torch.sqrt(ms.clamp_min(eps) if floor == "clamp" else ms + eps * eps)
     g = gain(w.to(h.dtype))
     return (y if g is None else y * g).to(x.dtype)
 
@@ -47,6 +51,16 @@ def rms_norm_no_gain(x, w, eps=1e-6):
 def rms_norm_eps_outside_sqrt(x, w, eps=1e-6):
     """Adds eps outside the square root: x / (sqrt(mean(x**2)) + eps)."""
     return _rms(x, w, eps, eps_outside=True)
+
+
+def rms_norm_clamped_mean_square(x, w, eps=1e-6):
+    """Keeps the mean square away from 0 with max(ms, eps) (clamp_min) instead of adding eps."""
+    return _rms(x, w, eps, floor="clamp")
+
+
+def rms_norm_eps_squared(x, w, eps=1e-6):
+    """Adds eps² to the mean square instead of eps."""
+    return _rms(x, w, eps, floor="square")
 
 
 def rms_norm_eps_hard_coded(x, w, eps=1e-6):
@@ -421,6 +435,8 @@ MUTANTS = {
         rms_norm_gain_w,
         rms_norm_no_gain,
         rms_norm_eps_outside_sqrt,
+        rms_norm_clamped_mean_square,
+        rms_norm_eps_squared,
         rms_norm_eps_hard_coded,
         rms_norm_no_eps,
         rms_norm_layer_norm,
