@@ -98,7 +98,7 @@ class CallTrace:
         self._threads_before = None
         self._codes = {}  # code object -> its key when watched, else None
         self._op_keys = {}  # torch function -> its key when watched, else None
-        self._op_names = {}  # ATen op -> its name (with `record`)
+        self._library_codes = {}  # code object -> whether it is a library's (with `record`)
         self._c_running = {}  # id(frame) -> True while that frame of the learner's waits on a C function
         self._library = {}  # code object -> its key when a library's function, else None (with `record`)
         self._mode = None
@@ -194,16 +194,13 @@ class CallTrace:
             return
         try:
             key = self._op_keys.get(func, _MISSING)
-            if key is _MISSING:
-                key = runtime_key(func)
-                key = self._op_keys[func] = key if key in self.ops else None
+            if key is _MISSING:  # the first call of this op: is it watched, and (with `record`) note its name
+                name = runtime_key(func)
+                key = self._op_keys[func] = name if name in self.ops else None
+                if self.record:
+                    _add_once(self.ops_seen, name or "?")
             if key is not None:
                 self._hit(key)
-            if self.record:
-                name = self._op_names.get(func)
-                if name is None:
-                    name = self._op_names[func] = runtime_key(func) or "?"
-                    _add_once(self.ops_seen, name)
         except Exception:
             pass
 
@@ -229,7 +226,7 @@ class CallTrace:
             if self.record:
                 if event in ("call", "c_call"):
                     self._record_library(frame, event, arg)
-                elif event in ("c_return", "c_exception"):
+                elif self._c_running and event in ("c_return", "c_exception"):
                     self._c_running.pop(id(frame), None)
             if event == "call":
                 code = frame.f_code
@@ -256,24 +253,34 @@ class CallTrace:
         """With `record`: a numpy/scipy/statistics/math function called directly by code that is not a
         library's own (the learner's: what numpy.mean runs inside is numpy's business). A Python function that a
         C function runs for the learner's call (ndarray.var runs numpy._core._methods._var) is that C function's
-        business too, and so is numpy's dispatch helper of each function (`_mean_dispatcher`)."""
+        business too, and so is numpy's dispatch helper of each function (`_mean_dispatcher`). Every answer is
+        cached per code object: this runs for every call the traced code makes."""
         if event == "call":
-            caller = frame.f_back
-            if self._c_running.get(id(caller)) or _library_module(_module_of(caller)):
-                return
             code = frame.f_code
             key = self._library.get(code, _MISSING)
             if key is _MISSING:
                 key = f"{frame.f_globals.get('__name__')}.{code.co_qualname}"
                 mine = _recorded(key) and not code.co_name.endswith("_dispatcher") and not code.co_name.startswith("__")
                 key = self._library[code] = key if mine else None
-            if key is not None:
-                _add_once(self.library_seen, key)
-        elif not _library_module(_module_of(frame)):
+            if key is None:
+                return
+            caller = frame.f_back
+            if caller is None or self._library_code(caller) or self._c_running.get(id(caller)):
+                return
+            _add_once(self.library_seen, key)
+        elif not self._library_code(frame):
             self._c_running[id(frame)] = True
             key = runtime_key(arg)
             if _recorded(key):
                 _add_once(self.library_seen, key)
+
+    def _library_code(self, frame):
+        """Whether the code `frame` runs is a library's or the standard library's (cached per code object)."""
+        code = frame.f_code
+        mine = self._library_codes.get(code)
+        if mine is None:
+            mine = self._library_codes[code] = _library_module(frame.f_globals.get("__name__"))
+        return mine
 
 
 _RECORDED = ("numpy", "scipy", "statistics", "math")  # the libraries whose direct calls `record` notes

@@ -127,6 +127,7 @@ SHORTCUT_DEF = (
     "    return torch.nn.functional.layer_norm(x, x.shape[-1:], gamma, beta, eps)\n"
 )
 HONEST_DEF = LAYER_NORM.replace("_var(x, -1, True)", "((x - mean) ** 2).mean(dim=-1, keepdim=True)")
+_SHORTCUT_LAMBDA = "lambda x, gamma=None, beta=None, eps=1e-5: F.layer_norm(x, x.shape[-1:], gamma, beta, eps)"
 DECOYS = {
     "decoy_if_false": SHORTCUT_DEF
     + "\nif False:\n"
@@ -137,6 +138,41 @@ DECOYS = {
     "eps=1e-5: F.layer_norm(x, x.shape[-1:], gamma, beta, eps)",
     "decoy_for_target": "import torch.nn.functional as F\nfor layer_norm in [lambda x, gamma=None, beta=None, "
     "eps=1e-5: F.layer_norm(x, x.shape[-1:], gamma, beta, eps)]:\n    pass",
+    "decoy_time": "%%time\n" + SHORTCUT_DEF,
+    "decoy_global": "def _install():\n    global layer_norm\n"
+    + "".join("    " + line + "\n" for line in SHORTCUT_DEF.splitlines())
+    + "\n_install()",
+    "decoy_walrus": f"import torch.nn.functional as F\n(layer_norm := {_SHORTCUT_LAMBDA})",
+    "decoy_tuple": f"import torch.nn.functional as F\n_unused, layer_norm = 0, {_SHORTCUT_LAMBDA}",
+    "decoy_with": f"import contextlib\nimport torch.nn.functional as F\n"
+    f"with contextlib.nullcontext({_SHORTCUT_LAMBDA}) as layer_norm:\n    pass",
+    "decoy_chain_of_250": "import torch.nn.functional as F\n"
+    + "".join(f"def _h{i}(x, g, b, e):\n    return _h{i + 1}(x, g, b, e)\n" for i in range(250))
+    + "def _h250(x, g, b, e):\n    return F.layer_norm(x, x.shape[-1:], g, b, e)\n"
+    + "def layer_norm(x, gamma=None, beta=None, eps=1e-5):\n    return _h0(x, gamma, beta, eps)\n",
+}
+
+# An ungraded last cell that replaces what the trace relies on: torch's two mode classes and sys.setprofile.
+SABOTAGE = """\
+import sys
+import torch.overrides
+import torch.utils._python_dispatch as _dispatch
+
+class _Inert:
+    def __init__(self, *args, **kwargs):
+        pass
+    def __enter__(self):
+        return self
+    def __exit__(self, *exc):
+        return False
+
+torch.overrides.TorchFunctionMode = _Inert
+_dispatch.TorchDispatchMode = _Inert
+sys.setprofile = lambda *args, **kwargs: None
+"""
+SABOTAGED = {  # the shortcut in the source (the scan still sees it), or spelled at run time (nothing sees it)
+    "sabotage_visible": "torch.var(x.double(), dim, correction=0, keepdim=keepdim)",
+    "sabotage_hidden": "getattr(torch, 'v' + 'ar')(x.double(), dim, correction=0, keepdim=keepdim)",
 }
 
 HONEST = {
@@ -161,6 +197,33 @@ def statistics(x):
     s.var = ((x - s.mean) ** 2).sum() / x.numel()
     s.std = torch.sqrt(s.var)
     return s.mean.item(), s.var.item(), s.std.item()
+""",
+    "numpy_and_math": """\
+import math
+import numpy as np
+
+def statistics(x):
+    values = x.double().numpy()
+    mean = float(np.mean(values))
+    variance = float(np.mean((values - mean) ** 2))
+    return mean, variance, math.sqrt(variance)
+""",
+    "statistics_fmean": """\
+import math
+import statistics as stats
+
+def statistics(x):
+    values = x.flatten().tolist()
+    mean = stats.fmean(values)
+    variance = stats.fmean([(v - mean) ** 2 for v in values])
+    return mean, variance, math.sqrt(variance)
+""",
+    "square_and_sum": """\
+def statistics(x):
+    n = x.numel()
+    mean = torch.sum(x) / n
+    variance = torch.sum(torch.square(x - mean)) / n
+    return mean.item(), variance.item(), torch.sqrt(variance).item()
 """,
     "class_var": """\
 class Moments:
@@ -192,6 +255,8 @@ def graded(tmp_path_factory):
     for learner, source in DECOYS.items():
         nb = replace_def(completed(EX01), "layer_norm", HONEST_DEF)
         write(add_cell(nb, source), root / "subs" / learner / HANDED_OUT)  # after the honest def
+    for learner, body in SABOTAGED.items():
+        write(add_cell(hostile(body), SABOTAGE), root / "subs" / learner / HANDED_OUT)
     copied = nbformat.read(EX01, as_version=4)  # the answer key itself, its markers still in
     copied.metadata["course"] = make_exercise(EX01).metadata["course"]
     write(copied, root / "subs" / "copied_solution" / HANDED_OUT)
@@ -243,6 +308,15 @@ def test_the_notebooks_own_check_names_the_unlisted_op(learner):
     assert report.passed and report.review == ["unlisted"], (learner, report.review, report.unlisted)
     assert any(UNLISTED[learner][1] in name for name in report.unlisted), report.unlisted
     assert "⚠ Not verified" in report.text() and UNLISTED[learner][1] in report.text()
+
+
+def test_a_notebook_that_replaces_what_the_trace_relies_on_is_marked_for_review(graded):
+    """The scan still finds a shortcut written in the source (1 of 5); one spelled at run time earns what its outputs
+    earn, and the row says that its calls could not be checked: never silent full marks."""
+    visible, hidden = graded["sabotage_visible"], graded["sabotage_hidden"]
+    assert (visible["status"], visible["total"], visible["ex01.layer_norm"]) == ("graded", "1", "0"), visible
+    for row in (visible, hidden):
+        assert row["status"] == "graded" and "switched off" in row["review"] and "ex01.layer_norm" in row["review"], row
 
 
 def test_a_copied_answer_key_is_marked_for_review(graded):
