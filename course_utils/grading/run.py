@@ -49,7 +49,8 @@ from .judge import judge
 from .kernel import encode, kernel_source
 from .sandbox import Sandbox, kernel_manager
 
-GRADER_VERSION = 4  # 2: forbidden calls (course_utils.checks.forbidden) earn no points; 3: more of them, traced
+GRADER_VERSION = 4  # 2: forbidden calls (course_utils.checks.forbidden) earn no points; 3: more of them, traced;
+# 4: ops outside a task's allowlist are marked for review (course_utils.checks.allowed)
 MAX_NOTEBOOK_BYTES = 50 * 1024 * 1024
 MAX_CODE_CELLS = 2000  # a 10,000-cell notebook is refused rather than run for minutes
 MAX_FOLDER_COPY_BYTES = 200 * 1024 * 1024
