@@ -119,7 +119,7 @@ def grade_one(path: Path) -> float:
     start = time.perf_counter()
     result = grade_submission(task)
     seconds = time.perf_counter() - start
-    assert result["status"] == "graded" and result["total"] == result["max"], result
+    assert result.status == "graded" and result.total == result.max, result
     return seconds
 
 

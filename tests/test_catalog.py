@@ -216,19 +216,24 @@ def test_bold_text_logs_nothing(caplog):
 
 
 def _graded_row():
-    return {
-        "path": "submissions/alice/ex01_layernorm.ipynb",
-        "learner": "alice",
-        "exercise": "ex01_layernorm",
-        "status": "graded",
-        "reason": "all checks passed",
-        "sha256": "0" * 64,
-        "items": [{"column": "ex01.variance", "points": 1.0, "earned": 1.0, "status": "passed", "text": "✅ variance"}],
-        "total": 1.0,
-        "max": 1.0,
-        "free_text": [{"prompt": "Why n?", "answer": "Because."}],
-        "cell_errors": [],
-    }
+    from course_utils.grading.run import ItemResult, Result
+
+    return Result.from_json(
+        {
+            "path": "submissions/alice/ex01_layernorm.ipynb",
+            "learner": "alice",
+            "exercise": "ex01_layernorm",
+            "status": "graded",
+            "reason": "all checks passed",
+            "sha256": "0" * 64,
+            "items": [
+                ItemResult("ex01.variance", points=1.0, earned=1.0, status="passed", text="✅ variance").__dict__
+            ],
+            "total": 1.0,
+            "max": 1.0,
+            "free_text": [{"prompt": "Why n?", "answer": "Because."}],
+        }
+    )
 
 
 def test_grader_feedback_file_in_japanese(tmp_path):

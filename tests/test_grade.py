@@ -490,23 +490,21 @@ def test_an_unknown_exercise_is_wrong_exercise_but_a_broken_check_module_is_the_
 
 
 def test_feedback_that_cannot_be_written_is_a_grader_error(tmp_path, monkeypatch):
-    from course_utils.grading import cli
+    from course_utils.grading import cli, run
 
     def row(learner):
-        item = {"column": "ex01.layer_norm", "points": 3.0, "earned": 3.0, "status": "passed", "text": "✅"}
-        return {
-            "path": f"subs/{learner}/{HANDED_OUT}",
-            "learner": learner,
-            "exercise": "ex01_layernorm",
-            "status": "graded",
-            "reason": "all checks passed",
-            "sha256": "ab" * 32,
-            "items": [item],
-            "total": 3.0,
-            "max": 3.0,
-            "free_text": [],
-            "cell_errors": [],
-        }
+        item = run.ItemResult("ex01.layer_norm", points=3.0, earned=3.0, status="passed", text="✅")
+        return run.Result(
+            f"subs/{learner}/{HANDED_OUT}",
+            learner,
+            exercise="ex01_layernorm",
+            status="graded",
+            reason="all checks passed",
+            sha256="ab" * 32,
+            items=[item],
+            total=3.0,
+            max=3.0,
+        )
 
     rows = [row("alice"), row("bob")]
     state = cli.State(tmp_path / "grades.state.jsonl")
@@ -515,20 +513,20 @@ def test_feedback_that_cannot_be_written_is_a_grader_error(tmp_path, monkeypatch
     real = cli.feedback_markdown
 
     def fails_for_bob(learner, results):
-        if learner == "bob" and results[0]["status"] != "grader-error":
+        if learner == "bob" and results[0].status != "grader-error":
             raise UnicodeError("injected")
         return real(learner, results)
 
     monkeypatch.setattr(cli, "feedback_markdown", fails_for_bob)
     failed = cli.write_feedback(rows, tmp_path / "feedback")
-    assert [r["learner"] for r in failed] == ["bob"]
-    assert (rows[0]["status"], rows[1]["status"]) == ("graded", "grader-error")
-    assert rows[1]["total"] == 0 and rows[1]["items"][0]["earned"] == 0 and "UnicodeError" in rows[1]["reason"]
+    assert [r.learner for r in failed] == ["bob"]
+    assert (rows[0].status, rows[1].status) == ("graded", "grader-error")
+    assert rows[1].total == 0 and rows[1].items[0].earned == 0 and "UnicodeError" in rows[1].reason
     assert "not graded yet" in (tmp_path / "feedback" / "bob.md").read_text(encoding="utf-8")
-    state.forget(rows[1]["path"])
+    state.forget(rows[1].path)
     again = cli.State(tmp_path / "grades.state.jsonl")  # the next run grades bob again, not alice
-    assert again.entries[rows[0]["path"]]["status"] == "graded"
-    assert again.fresh(rows[1]["path"], rows[1]["sha256"], None) is None
+    assert again.entries[rows[0].path].status == "graded" and again.entries[rows[0].path] == rows[0]
+    assert again.fresh(rows[1].path, rows[1].sha256, None) is None
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -627,10 +625,10 @@ def test_a_grader_error_says_what_the_grader_was_doing_in_the_grading_language()
     """The step of a grader error is a catalog message like its sentence, so `--lang ja` shows no English but
     the exception's own text; the English stays in the exception (and the traceback) for the maintainer."""
     from course_utils import i18n
-    from course_utils.grading.run import GraderError, _GraderStep, mark_grader_error
+    from course_utils.grading.run import GraderError, ItemResult, Result, _GraderStep, mark_grader_error
 
     def failed_row(lang):
-        row = {"items": [{"earned": 1.0, "status": "passed", "text": "ok"}]}
+        row = Result("subs/a/ex01.ipynb", "a", items=[ItemResult("ex01.x", earned=1.0, status="passed", text="ok")])
         try:
             with _GraderStep(i18n.N_("judging check {check}"), check=repr("ex01.layer_norm")):
                 raise KeyError("boom")
@@ -641,12 +639,12 @@ def test_a_grader_error_says_what_the_grader_was_doing_in_the_grading_language()
         return row
 
     en, ja = failed_row("en"), failed_row("ja")
-    assert en["reason"] == "not graded: the grader failed while judging check 'ex01.layer_norm' (KeyError: 'boom')"
-    assert ja["reason"] == (
+    assert en.reason == "not graded: the grader failed while judging check 'ex01.layer_norm' (KeyError: 'boom')"
+    assert ja.reason == (
         "未採点：採点ツールが次の処理中に失敗しました：チェック 'ex01.layer_norm' の判定（KeyError: 'boom'）"
     )
-    assert ja["items"] == [{"earned": 0.0, "status": "not-graded", "text": ""}]
+    assert [(i.earned, i.status, i.text) for i in ja.items] == [(0.0, "not-graded", "")]
     with i18n.using("ja"):  # a step given directly (writing the feedback file) is translated too
-        row = {"items": []}
+        row = Result("subs/a/ex01.ipynb", "a")
         mark_grader_error(row, OSError("disk full"), i18n.N_("writing the learner's feedback file"))
-    assert "受講者へのフィードバックファイルの書き出し" in row["reason"] and "writing" not in row["reason"]
+    assert "受講者へのフィードバックファイルの書き出し" in row.reason and "writing" not in row.reason

@@ -66,11 +66,11 @@ from .run import (
     GRADER_ERROR,
     GRADER_VERSION,
     STATUSES,
+    Result,
     Task,
     file_sha256,
     grade_submission,
     mark_grader_error,
-    new_result,
     worker_init,
 )
 
@@ -153,8 +153,11 @@ class State:
                     continue
                 if "seed" in entry and "path" not in entry:
                     self.seed = entry["seed"]
-                elif "path" in entry:
-                    self.entries[entry["path"]] = entry
+                elif isinstance(entry.get("path"), str):
+                    try:
+                        self.entries[entry["path"]] = Result.from_json(entry)
+                    except (TypeError, ValueError):
+                        continue  # an entry this grader cannot read: the submission is graded again
 
     def set_seed(self, seed: int) -> None:
         if seed != self.seed:
@@ -165,23 +168,23 @@ class State:
         entry = self.entries.get(display)
         if (
             entry
-            and entry.get("sha256") == sha256
-            and entry.get("config") == config
-            and entry.get("status") in STATUSES
+            and entry.sha256 == sha256
+            and entry.config == config
+            and entry.status in STATUSES
             and _registry_unchanged(entry)
         ):
             return entry
         return None
 
-    def record(self, result: dict) -> None:
-        self.entries[result["path"]] = result
-        self._append(result)
+    def record(self, result: Result) -> None:
+        self.entries[result.path] = result
+        self._append(result.to_json())
 
     def forget(self, path: str) -> None:
         """No grade is kept for `path` any more (its feedback could not be written): the next run grades it."""
         if path in self.entries:
-            self.entries[path] = {"path": path, "status": GRADER_ERROR}
-            self._append(self.entries[path])
+            self.entries[path] = Result(path, "", status=GRADER_ERROR)
+            self._append({"path": path, "status": GRADER_ERROR})
 
     def _append(self, entry: dict) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -191,31 +194,31 @@ class State:
             os.fsync(f.fileno())
 
 
-def _registry_unchanged(entry: dict) -> bool:
+def _registry_unchanged(entry: Result) -> bool:
     """A stored grade is reused only while its exercise's checks and points are the same."""
-    if not entry.get("items"):
+    if not entry.items:
         return True
     from .run import column_name, load_registry
 
     try:
-        items = load_registry(entry["exercise"])
+        items = load_registry(entry.exercise)
     except Exception:
         return False
     if items is None:
         return False
-    now = [(column_name(entry["exercise"], g.check), float(g.points)) for _, g, _ in items]
-    return now == [(i["column"], i["points"]) for i in entry["items"]]
+    now = [(column_name(entry.exercise, g.check), float(g.points)) for _, g, _ in items]
+    return now == [(i.column, i.points) for i in entry.items]
 
 
 # ------------------------------------------------------------------------------------------------------
 # outputs
 # ------------------------------------------------------------------------------------------------------
-def _columns(results: list[dict]) -> list[str]:
+def _columns(results: list[Result]) -> list[str]:
     columns = []
-    for result in sorted(results, key=lambda r: r["exercise"]):
-        for item in result["items"]:
-            if item["column"] not in columns:
-                columns.append(item["column"])
+    for result in sorted(results, key=lambda r: r.exercise):
+        for item in result.items:
+            if item.column not in columns:
+                columns.append(item.column)
     return columns
 
 
@@ -228,7 +231,7 @@ def _cell(text: str) -> str:
     return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
-def write_csv(results: list[dict], path: Path) -> None:
+def write_csv(results: list[Result], path: Path) -> None:
     columns = _columns(results)
     header = ["learner", "exercise", "status", "total", "max", *columns, "reason", "review", "submission", "sha256"]
     tmp = path.with_name(path.name + ".tmp")
@@ -237,36 +240,36 @@ def write_csv(results: list[dict], path: Path) -> None:
         writer = csv.writer(f)
         writer.writerow(header)
         for r in results:
-            no_grade = r["status"] == GRADER_ERROR  # empty cells, not zeros: nothing was graded
-            earned = {} if no_grade else {i["column"]: _points(i["earned"]) for i in r["items"]}
+            no_grade = r.status == GRADER_ERROR  # empty cells, not zeros: nothing was graded
+            earned = {} if no_grade else {i.column: _points(i.earned) for i in r.items}
             writer.writerow(
                 [
-                    _cell(r["learner"]),
-                    _cell(r["exercise"]),
-                    r["status"],
-                    "" if no_grade else _points(r["total"]),
-                    _points(r["max"]),
+                    _cell(r.learner),
+                    _cell(r.exercise),
+                    r.status,
+                    "" if no_grade else _points(r.total),
+                    _points(r.max),
                     *[earned.get(c, "") for c in columns],
-                    _cell(r["reason"]),
+                    _cell(r.reason),
                     _cell(review_text(r)),
-                    _cell(r["path"]),
-                    r["sha256"][:12],
+                    _cell(r.path),
+                    r.sha256[:12],
                 ]
             )
     os.replace(tmp, path)
 
 
-def review_text(result: dict) -> str:
+def review_text(result: Result) -> str:
     """What the instructor should look at in this row: the items whose calls the trace could not vouch for."""
     from ..checks.core import review_reasons
 
     notes = []
-    if "solution-markers" in result.get("review_notes", []):
+    if "solution-markers" in result.review_notes:
         notes.append(_("the notebook holds the answer key's ### BEGIN SOLUTION markers (copied from solutions/?)"))
-    for item in result.get("items", []):
-        reasons = review_reasons(item.get("review"), item.get("unlisted"))
+    for item in result.items:
+        reasons = review_reasons(item.review, item.unlisted)
         if reasons:
-            notes.append(f"{item['column']}: " + ", ".join(reasons))
+            notes.append(f"{item.column}: " + ", ".join(reasons))
     return "; ".join(notes)
 
 
@@ -274,13 +277,13 @@ def _safe_name(learner: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", learner).strip("._") or "learner"
 
 
-def feedback_markdown(learner: str, results: list[dict]) -> str:
+def feedback_markdown(learner: str, results: list[Result]) -> str:
     """One learner's feedback file, in the current language (course_utils.i18n; the grader's --lang)."""
     lines = [_("# Feedback for {learner}").format(learner=learner), ""]
     for r in results:
-        title = r["exercise"] or _("unknown exercise")
-        submission = _("- Submission: `{path}`").format(path=r["path"])
-        if r["status"] == GRADER_ERROR:
+        title = r.exercise or _("unknown exercise")
+        submission = _("- Submission: `{path}`").format(path=r.path)
+        if r.status == GRADER_ERROR:
             lines += [
                 _("## {title}: not graded yet").format(title=title),
                 "",
@@ -294,46 +297,43 @@ def feedback_markdown(learner: str, results: list[dict]) -> str:
             ]
             continue
         lines += [
-            _("## {title}: {total} / {max} points").format(
-                title=title, total=_points(r["total"]), max=_points(r["max"])
-            ),
+            _("## {title}: {total} / {max} points").format(title=title, total=_points(r.total), max=_points(r.max)),
             "",
             submission,
-            _("- Status: **{status}**: {reason}").format(status=r["status"], reason=r["reason"]),
+            _("- Status: **{status}**: {reason}").format(status=r.status, reason=r.reason),
             "",
         ]
-        if r["items"]:
+        if r.items:
             lines += [_("| check | points | verdict |"), "|---|---|---|"]
-            for item in r["items"]:
-                verdict = item["text"].splitlines()[0] if item["text"] else item["status"]
+            for item in r.items:
+                verdict = item.text.splitlines()[0] if item.text else item.status
                 lines.append(
-                    f"| {item['column']} | {_points(item['earned'])} / {_points(item['points'])} | "
-                    f"{verdict.replace('|', '/')} |"
+                    f"| {item.column} | {_points(item.earned)} / {_points(item.points)} | {verdict.replace('|', '/')} |"
                 )
             lines.append("")
-            for item in r["items"]:
-                if item["earned"] < item["points"] and item["text"]:
-                    lines += [f"### {item['column']}", "", "```text", item["text"], "```", ""]
-        if r["cell_errors"]:
+            for item in r.items:
+                if item.earned < item.points and item.text:
+                    lines += [f"### {item.column}", "", "```text", item.text, "```", ""]
+        if r.cell_errors:
             lines += [_("### Cells that raised an error when the grader ran the notebook"), ""]
-            lines += [f"- {e}" for e in r["cell_errors"]] + [""]
-        if r["free_text"]:
+            lines += [f"- {e}" for e in r.cell_errors] + [""]
+        if r.free_text:
             lines += [_("### Your written answers (read by your instructor)"), ""]
-            for answer in r["free_text"]:
+            for answer in r.free_text:
                 lines += (
                     [f"**{answer['prompt']}**", ""] + [f"> {line}" for line in answer["answer"].splitlines()] + [""]
                 )
     return "\n".join(lines).rstrip() + "\n"
 
 
-def write_feedback(results: list[dict], folder: Path) -> list[dict]:
+def write_feedback(results: list[Result], folder: Path) -> list[Result]:
     """One Markdown file per learner, and the free-text answers by question. A learner whose feedback
     cannot be written gets grader-error rows instead (returned, so that the state forgets their grades)."""
     folder.mkdir(parents=True, exist_ok=True)
     failed = []
     by_learner: dict[str, list] = {}
     for r in results:
-        by_learner.setdefault(r["learner"], []).append(r)
+        by_learner.setdefault(r.learner, []).append(r)
     names = {}
     for learner, rows in sorted(by_learner.items()):
         name = _safe_name(learner)
@@ -353,8 +353,8 @@ def write_feedback(results: list[dict], folder: Path) -> list[dict]:
     lines = [_("# Free-text answers, by question"), ""]
     questions: dict[tuple, list] = {}
     for r in results:
-        for answer in r["free_text"]:
-            questions.setdefault((r["exercise"], answer["prompt"]), []).append((r["learner"], answer["answer"]))
+        for answer in r.free_text:
+            questions.setdefault((r.exercise, answer["prompt"]), []).append((r.learner, answer["answer"]))
     for (exercise, prompt), answers in sorted(questions.items()):
         lines += [f"## {exercise}: {prompt}", ""]
         for learner, text in answers:
@@ -363,24 +363,24 @@ def write_feedback(results: list[dict], folder: Path) -> list[dict]:
     return failed
 
 
-def summary(results: list[dict], seconds: float, skipped: int) -> str:
+def summary(results: list[Result], seconds: float, skipped: int) -> str:
     head = {"learner": _("learner"), "exercise": _("exercise"), "points": _("points"), "status": _("status")}
-    width = min(max([7, len(head["learner"])] + [len(r["learner"]) for r in results]), 24)
-    ex_width = min(max([8, len(head["exercise"])] + [len(r["exercise"]) for r in results]), 20)
+    width = min(max([7, len(head["learner"])] + [len(r.learner) for r in results]), 24)
+    ex_width = min(max([8, len(head["exercise"])] + [len(r.exercise) for r in results]), 20)
     lines = [
         f"{head['learner']:<{width}}  {head['exercise']:<{ex_width}}  {head['points']:>9}  {head['status']:<16}  "
         + _("reason"),
         f"{'-' * width}  {'-' * ex_width}  {'-' * 9}  {'-' * 16}  {'-' * 30}",
     ]
     for r in results:
-        points = f"{'-' if r['status'] == GRADER_ERROR else _points(r['total'])}/{_points(r['max'])}"
+        points = f"{'-' if r.status == GRADER_ERROR else _points(r.total)}/{_points(r.max)}"
         lines.append(
-            f"{r['learner'][:width]:<{width}}  {r['exercise'][:ex_width]:<{ex_width}}  {points:>9}  "
-            f"{r['status']:<16}  {r['reason'][:70]}"
+            f"{r.learner[:width]:<{width}}  {r.exercise[:ex_width]:<{ex_width}}  {points:>9}  "
+            f"{r.status:<16}  {r.reason[:70]}"
         )
     counts = {}
     for r in results:
-        counts[r["status"]] = counts.get(r["status"], 0) + 1
+        counts[r.status] = counts.get(r.status, 0) + 1
     lines.append("")
     lines.append(
         _("{n} submissions: {counts} ({skipped} unchanged, reused from the state file) in {seconds:.0f} s").format(
@@ -516,12 +516,12 @@ def _main(args, argv) -> int:
                 )
             )
     interrupted = _grade_all(todo, max(1, args.jobs), state, results)
-    rows = sorted(results.values(), key=lambda r: (r["learner"], r["exercise"], r["path"]))
+    rows = sorted(results.values(), key=lambda r: (r.learner, r.exercise, r.path))
     write_csv(rows, out)
     unwritten = write_feedback(rows, feedback)
     if unwritten:  # those rows are grader errors now
         for r in unwritten:
-            state.forget(r["path"])
+            state.forget(r.path)
         write_csv(rows, out)
     print(summary(rows, time.perf_counter() - start, skipped))
     print(_("seed {seed}; gradebook {out}; feedback in {feedback}/").format(seed=seed, out=out, feedback=feedback))
@@ -570,10 +570,10 @@ def _versions() -> list[str]:
     ]
 
 
-def report_grader_errors(rows: list[dict], log: Path, argv, seed: int) -> int:
+def report_grader_errors(rows: list[Result], log: Path, argv, seed: int) -> int:
     """Write the grader-error rows' tracebacks to `log` and tell the instructor what to report (stderr);
     returns how many there were. A run without any removes the log of an earlier run."""
-    failed = [r for r in rows if r["status"] == GRADER_ERROR]
+    failed = [r for r in rows if r.status == GRADER_ERROR]
     if not failed:
         log.unlink(missing_ok=True)
         return 0
@@ -591,11 +591,10 @@ def report_grader_errors(rows: list[dict], log: Path, argv, seed: int) -> int:
     for number, r in enumerate(failed, 1):
         lines += [
             "",
-            f"== {number}. {r['path']} (learner {r['learner']}, exercise {r['exercise'] or '?'}, "
-            f"sha256 {r['sha256'][:12] or '?'})",
-            r["reason"],
+            f"== {number}. {r.path} (learner {r.learner}, exercise {r.exercise or '?'}, sha256 {r.sha256[:12] or '?'})",
+            r.reason,
             "",
-            r.get("traceback") or "(no traceback)",
+            r.traceback or "(no traceback)",
         ]
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
@@ -619,20 +618,20 @@ def report_grader_errors(rows: list[dict], log: Path, argv, seed: int) -> int:
     return len(failed)
 
 
-def _folder_row(sub: Submission, seed: int, config: dict) -> dict:
+def _folder_row(sub: Submission, seed: int, config: dict) -> Result:
     reason = _("the learner's folder holds no .ipynb notebook")
-    return new_result(sub.display, sub.learner, seed, config, status="invalid-notebook", reason=reason)
+    return Result(sub.display, sub.learner, seed, config, status="invalid-notebook", reason=reason)
 
 
-def _failed_row(task: Task, status: str, reason: str, exc: BaseException | None = None) -> dict:
+def _failed_row(task: Task, status: str, reason: str, exc: BaseException | None = None) -> Result:
     """A row for a submission that has no result of its own (its grading process died)."""
-    row = new_result(task.display, task.learner, task.seed, task.config, status, reason, task.sha256)
+    row = Result(task.display, task.learner, task.seed, task.config, status=status, reason=reason, sha256=task.sha256)
     if exc is not None:
-        row["traceback"] = "".join(traceback.format_exception(exc))[-20_000:]
+        row.traceback = "".join(traceback.format_exception(exc))[-20_000:]
     return row
 
 
-def _grade_marked(task: Task, started: str) -> dict:
+def _grade_marked(task: Task, started: str) -> Result:
     """grade_submission, leaving a mark in the folder `started` while it runs: when a worker process dies, the
     marks left behind name the submissions that were being graded (one of them killed it)."""
     mark = Path(started) / hashlib.sha256(task.display.encode()).hexdigest()
@@ -657,12 +656,12 @@ def _grade_all(todo: list, jobs: int, state: State, results: dict) -> int:
     pending = {t.display for t in todo}
     bar = tqdm(total=len(todo), desc="grading", unit="notebook", file=sys.stderr, dynamic_ncols=True)
 
-    def done(result: dict) -> None:
-        results[result["path"]] = result
-        pending.discard(result["path"])
-        if result["status"] in STATUSES:
+    def done(result: Result) -> None:
+        results[result.path] = result
+        pending.discard(result.path)
+        if result.status in STATUSES:
             state.record(result)
-        bar.set_postfix_str(f"{result['learner'][:16]}: {result['status']}", refresh=False)
+        bar.set_postfix_str(f"{result.learner[:16]}: {result.status}", refresh=False)
         bar.update(1)
 
     started = Path(tempfile.mkdtemp(prefix="course-grade-running-"))

@@ -1,8 +1,8 @@
 """Grading one submitted notebook: read it, run it in a fresh kernel, call its functions, compare.
 
 This is the worker half of `python -m course_utils.grade` (course_utils.grading.cli finds the
-submissions, runs this in parallel processes and writes the gradebook). `grade_submission(task)` never
-raises; it returns a plain dict (JSON-able, kept in the resume state) with a status:
+submissions, runs this in parallel processes and writes the gradebook). `grade_submission(task)` (a Task) never
+raises; it returns the gradebook's row, a Result (kept as JSON in the resume state), with a status:
 
     graded            the notebook ran; every graded item has a verdict (some may be 0 points)
     timeout           a cell, the whole notebook or a graded call ran past its time limit (a cell or call is
@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 import hashlib
 import json
 import math
@@ -686,42 +687,84 @@ class Task:
     hidden: tuple = ()
 
 
-def new_result(path: str, learner: str, seed: int, config: dict, status="", reason="", sha256="") -> dict:
-    """One row of the gradebook before anything is graded (the resume state keeps it as JSON): no exercise,
-    no items, no points. grade_submission fills it in; the batch uses it as it is for a row with no grading."""
-    return {
-        "path": path,
-        "learner": learner,
-        "exercise": "",
-        "status": status,
-        "reason": reason,
-        "sha256": sha256,
-        "items": [],
-        "total": 0.0,
-        "max": 0.0,
-        "free_text": [],
-        "cell_errors": [],
-        "identified_by": "",
-        "seed": seed,
-        "config": config,
-    }
+@dataclass
+class ItemResult:
+    """One graded item of a row: its gradebook column, its points and the verdict in words."""
+
+    column: str
+    check: str = ""
+    function: str = ""
+    points: float = 0.0
+    earned: float = 0.0
+    status: str = "not-graded"
+    text: str = ""
+    forbidden: list = field(default_factory=list)  # the forbidden calls found (checks/forbidden.py)
+    review: list = field(default_factory=list)  # why a person should look (checks/core.py REVIEW_REASONS' codes)
+    unlisted: list = field(default_factory=list)  # the ops outside the task's allowlist (checks/allowed.py)
+
+    def update(self, **values) -> None:
+        for name, value in values.items():
+            if name not in self.__dataclass_fields__:
+                raise AttributeError(name)
+            setattr(self, name, value)
 
 
-def grade_submission(task: Task) -> dict:
-    """Grade the submission described by `task` (see course_utils.grading.cli); a JSON-able result dict."""
+@dataclass
+class Result:
+    """One row of the gradebook: a submission, its status and reason, its items and points. A new one has no
+    exercise, no items, no points: grade_submission fills it in, and the batch uses it as it is for a row with no
+    grading. The resume state keeps it as JSON (`to_json`, `from_json`)."""
+
+    path: str
+    learner: str
+    seed: int = 0
+    config: dict = field(default_factory=dict)
+    exercise: str = ""
+    status: str = ""
+    reason: str = ""
+    sha256: str = ""
+    items: list = field(default_factory=list)  # ItemResult, one per graded item
+    total: float = 0.0
+    max: float = 0.0
+    free_text: list = field(default_factory=list)  # {"prompt", "answer"} per free-text question
+    cell_errors: list = field(default_factory=list)
+    identified_by: str = ""
+    review_notes: list = field(default_factory=list)  # "solution-markers": the answer key's markers are in it
+    seconds: float = 0.0
+    traceback: str = ""  # a grader-error's, for the instructor's report
+
+    update = ItemResult.update  # result.update(status=..., reason=...): known fields only
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> Result:
+        """A row from the resume state (a field it does not know is left out; one it lacks gets its default)."""
+        values = {k: v for k, v in data.items() if k in cls.__dataclass_fields__ and k != "items"}
+        items = [
+            ItemResult(**{k: v for k, v in item.items() if k in ItemResult.__dataclass_fields__})
+            for item in data.get("items") or []
+            if isinstance(item, dict) and isinstance(item.get("column"), str)
+        ]
+        return cls(**{"path": "", "learner": "", **values}, items=items)
+
+
+def grade_submission(task: Task) -> Result:
+    """Grade the submission described by `task` (see course_utils.grading.cli): its gradebook row."""
     start = time.perf_counter()
     path = Path(task.path)
-    result = new_result(task.display, task.learner, task.seed, task.config, sha256=task.sha256)
+    result = Result(task.display, task.learner, task.seed, task.config, sha256=task.sha256)
     with i18n.using(task.lang):  # the verdicts, reasons and the kernel in the grader's --lang
         try:
             _grade_into(result, path, task)
         except Exception as exc:  # the grader's own failure: a row that blames no one, and the traceback
             mark_grader_error(result, exc)
-    result["seconds"] = round(time.perf_counter() - start, 2)
+    result.seconds = round(time.perf_counter() - start, 2)
     return result
 
 
-def mark_grader_error(result: dict, exc: BaseException, step: str = N_("grading it")) -> None:
+def mark_grader_error(result: Result, exc: BaseException, step: str = N_("grading it")) -> None:
     """Turn `result` into a grader-error row: no points, no verdicts, and the traceback for the report.
     `step` (an N_() message) says what the grader was doing, in the grading language."""
     fields = {}
@@ -735,24 +778,24 @@ def mark_grader_error(result: dict, exc: BaseException, step: str = N_("grading 
         total=0.0,
         traceback="".join(traceback.format_exception(exc))[-20_000:],
     )
-    for item in result["items"]:  # verdicts reached before the failure are not given either
+    for item in result.items:  # verdicts reached before the failure are not given either
         item.update(earned=0.0, status="not-graded", text="")
 
 
-def _grade_into(result: dict, path: Path, task: Task) -> None:
+def _grade_into(result: Result, path: Path, task: Task) -> None:
     try:
         raw = path.read_bytes()
     except OSError as exc:
         result.update(status="invalid-notebook", reason=_("cannot read the file: {error}").format(error=exc.strerror))
         return
-    result["sha256"] = hashlib.sha256(raw).hexdigest()
+    result.sha256 = hashlib.sha256(raw).hexdigest()
     try:
         nb = parse_notebook(raw)
     except InvalidNotebook as exc:
         result.update(status="invalid-notebook", reason=str(exc))
         return
     exercise, how = identify_exercise(nb, path, task.known_exercises)
-    result["identified_by"] = how
+    result.identified_by = how
     if exercise is None:
         result.update(
             status="wrong-exercise",
@@ -767,7 +810,7 @@ def _grade_into(result: dict, path: Path, task: Task) -> None:
             ),
         )
         return
-    result["exercise"] = exercise
+    result.exercise = exercise
     wanted = task.exercise
     if wanted and exercise != wanted:
         result.update(
@@ -782,22 +825,13 @@ def _grade_into(result: dict, path: Path, task: Task) -> None:
             reason=_("no graded checks are registered for {exercise}").format(exercise=repr(exercise)),
         )
         return
-    result["max"] = float(sum(graded.points for _, graded, _ in items))
-    result["items"] = [
-        {
-            "column": column_name(exercise, g.check),
-            "check": g.check,
-            "function": g.function,
-            "points": float(g.points),
-            "earned": 0.0,
-            "status": "not-graded",
-            "text": "",
-        }
-        for _, g, _ in items
+    result.max = float(sum(graded.points for _, graded, _ in items))
+    result.items = [
+        ItemResult(column_name(exercise, g.check), g.check, g.function, float(g.points)) for _, g, _ in items
     ]
-    result["free_text"] = free_text_answers(nb, exercise, Path(task.solutions))
+    result.free_text = free_text_answers(nb, exercise, Path(task.solutions))
     if _has_solution_markers(nb):  # the generator strips them: the learner started from the answer key
-        result["review_notes"] = ["solution-markers"]
+        result.review_notes = ["solution-markers"]
     with _GraderStep(N_("scanning the notebook for forbidden calls")):
         static = _forbidden_in_source(nb, items)
 
@@ -812,48 +846,44 @@ def _grade_into(result: dict, path: Path, task: Task) -> None:
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
-    result["cell_errors"] = run.cell_errors[:20]
+    result.cell_errors = run.cell_errors[:20]
     for number, (kind, graded, check) in enumerate(items):
-        entry = result["items"][number]
+        entry = result.items[number]
         answer = run.answers.get(number)
         if number in run.timed_out:
             why = run.timed_out[number]
-            entry.update(status="error", text=_("❌ {column}: {why}.").format(column=entry["column"], why=why))
+            entry.update(status="error", text=_("❌ {column}: {why}.").format(column=entry.column, why=why))
             continue
         if answer is None:
             why = run.stop.reason if run.stop else _("not reached")
             if number == run.running:
-                entry.update(status="error", text=_("❌ {column}: {why}.").format(column=entry["column"], why=why))
+                entry.update(status="error", text=_("❌ {column}: {why}.").format(column=entry.column, why=why))
             else:
-                text = _("⏹ {column}: not graded ({why}).").format(column=entry["column"], why=why)
+                text = _("⏹ {column}: not graded ({why}).").format(column=entry.column, why=why)
                 entry.update(status="not-graded", text=text)
             continue
         with _GraderStep(N_("judging check {check}"), check=repr(graded.check)):
             report = judge(kind, graded, check, answer, task.seed, forbidden=static.get(number, []))
         entry.update(status=report.status, earned=float(graded.points) if report.passed else 0.0, text=report.text())
-        if getattr(report, "forbidden", None):
-            entry["forbidden"] = list(report.forbidden)
-        if getattr(report, "review", None):
-            entry["review"] = list(report.review)
-            entry["unlisted"] = list(report.unlisted)
-    result["total"] = float(sum(e["earned"] for e in result["items"]))
+        entry.update(forbidden=list(report.forbidden), review=list(report.review), unlisted=list(report.unlisted))
+    result.total = float(sum(e.earned for e in result.items))
     if run.stop:
         result.update(status=run.stop.status, reason=run.stop.reason)
     else:
         late = run.timeouts + list(run.timed_out.values())
-        result["status"] = "timeout" if late else "graded"
-        failing = [e["column"] for e in result["items"] if e["earned"] < e["points"]]
+        result.status = "timeout" if late else "graded"
+        failing = [e.column for e in result.items if e.earned < e.points]
         notes = [_("{what} (interrupted; the rest was graded)").format(what=why) for why in late]
         if failing:
             notes.append(_("lost points on {checks}").format(checks=", ".join(failing)))
-        calls = [f"{e['column']} ({', '.join(e['forbidden'])})" for e in result["items"] if e.get("forbidden")]
+        calls = [f"{e.column} ({', '.join(e.forbidden)})" for e in result.items if e.forbidden]
         if calls:
             notes.append(_("forbidden calls in {checks}").format(checks=", ".join(calls)))
         if run.cell_errors:
             notes.append(_("{n} cell(s) raised errors").format(n=len(run.cell_errors)))
         if run.printed > 10 * STREAM_LIMIT:
             notes.append(_("printed {n:,} characters (truncated)").format(n=run.printed))
-        result["reason"] = "; ".join(notes) or _("all checks passed")
+        result.reason = "; ".join(notes) or _("all checks passed")
 
 
 def _has_solution_markers(nb) -> bool:
