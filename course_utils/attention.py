@@ -95,9 +95,10 @@ class CausalSelfAttention(nn.Module):
         self.qk_norm = cfg.qk_norm
         # Gemma's (1 + w) gain applies to its q/k norms too; otherwise torch's RMSNorm (gain w, init 1)
         plus_one = getattr(cfg, "gain", "w") == "1+w"
+        eps = getattr(cfg, "norm_eps", None) or 1e-6  # the family's eps (Qwen3, Gemma 3, OLMo 2: 1e-6)
 
         def rms(n):
-            return norms.RMSNorm(n, eps=1e-6, plus_one=True) if plus_one else nn.RMSNorm(n, eps=1e-6)
+            return norms.RMSNorm(n, eps=eps, plus_one=True) if plus_one else nn.RMSNorm(n, eps=eps)
 
         if cfg.qk_norm == "head":
             self.q_norm, self.k_norm = rms(self.d_head), rms(self.d_head)

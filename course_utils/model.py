@@ -18,6 +18,7 @@ Switches for the recipes of real models (chapter 06; each default keeps the plai
     embed_scale="sqrt_d"  Gemma: the embedding lookup is multiplied by sqrt(d_model) (a constant, not a norm)
     embed_scale="l2"      e / |e| * sqrt(d_model): every embedding row put on a sphere (the digest's formula)
     norm="dyt"            Dynamic Tanh (arXiv 2503.10622) in every norm's place: weight * tanh(alpha x) + bias
+    norm_eps=1e-5         the eps of every norm, as a model family sets it (None: LayerNorm's 1e-5, RMSNorm's 1e-6)
 
 The rest is deliberately plain: token embedding, RoPE inside attention (no learned positions),
 a GELU MLP, no biases in the linear layers, weights drawn from N(0, 0.02).
@@ -35,7 +36,7 @@ from torch import nn
 from . import norms
 from .attention import CausalSelfAttention, softcap
 
-__all__ = ["GPTConfig", "TinyGPT", "Block", "MLP", "make_norm", "lm_loss", "parameter_count"]
+__all__ = ["GPTConfig", "TinyGPT", "Block", "MLP", "make_norm", "norm_eps_of", "lm_loss", "parameter_count"]
 
 
 @dataclass
@@ -58,6 +59,7 @@ class GPTConfig:
     gain: str = "w"  # "w" | "1+w" (Gemma 2 and 3: RMSNorm gains stored as w, applied as 1 + w)
     embed_scale: str | None = None  # None | "sqrt_d" (Gemma: times sqrt(d_model)) | "l2" (e / |e| * sqrt(d_model))
     dyt_alpha: float = 0.5  # DyT's initial alpha (the official code's default)
+    norm_eps: float | None = None  # every norm's eps; None: LayerNorm's usual 1e-5, RMSNorm's 1e-6
 
     def __post_init__(self):
         choices = {
@@ -75,10 +77,19 @@ class GPTConfig:
             value = getattr(self, name)
             if value is not None and not value > 0:
                 raise ValueError(f"GPTConfig.{name} must be None or > 0, got {value!r}")
+        if self.norm_eps is not None and not self.norm_eps > 0:
+            raise ValueError(f"GPTConfig.norm_eps must be None or > 0, got {self.norm_eps!r}")
         if self.gain == "1+w" and self.norm != "rmsnorm":
             raise ValueError(
                 f"GPTConfig.gain='1+w' is Gemma's RMSNorm form; it needs norm='rmsnorm', got {self.norm!r}"
             )
+
+
+def norm_eps_of(cfg: GPTConfig) -> float:
+    """The eps of every norm of the model: cfg.norm_eps, else the norm's usual one (LayerNorm 1e-5, RMSNorm 1e-6)."""
+    if cfg.norm_eps is not None:
+        return cfg.norm_eps
+    return 1e-5 if cfg.norm == "layernorm" else 1e-6
 
 
 def make_norm(cfg: GPTConfig, d: int | None = None) -> nn.Module:
@@ -86,11 +97,12 @@ def make_norm(cfg: GPTConfig, d: int | None = None) -> nn.Module:
     d = d or cfg.d_model
     if cfg.norm == "dyt":
         return norms.DynamicTanh(d, alpha0=cfg.dyt_alpha)
+    eps = norm_eps_of(cfg)
     if cfg.gain == "1+w":
-        return norms.RMSNorm(d, eps=1e-6, plus_one=True)
+        return norms.RMSNorm(d, eps=eps, plus_one=True)
     if cfg.norm_impl == "course":
-        return norms.LayerNorm(d) if cfg.norm == "layernorm" else norms.RMSNorm(d)
-    return nn.LayerNorm(d) if cfg.norm == "layernorm" else nn.RMSNorm(d, eps=1e-6)
+        return norms.LayerNorm(d, eps=eps) if cfg.norm == "layernorm" else norms.RMSNorm(d, eps=eps)
+    return nn.LayerNorm(d, eps=eps) if cfg.norm == "layernorm" else nn.RMSNorm(d, eps=eps)
 
 
 class MLP(nn.Module):

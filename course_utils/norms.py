@@ -227,8 +227,15 @@ class RMSNorm(nn.Module):
 
 
 def gain_of(norm: nn.Module) -> torch.Tensor:
-    """The gain a norm layer multiplies by: its weight, or 1 + weight for the plus_one (Gemma) form."""
-    return norm.weight + 1 if getattr(norm, "plus_one", False) else norm.weight
+    """The gain a norm layer multiplies by: its weight, or 1 + weight for the plus_one (Gemma) form.
+
+    Gemma's 1 + w is formed in float32 at least, as the reference code does (`1.0 + self.weight.float()` in
+    transformers' GemmaRMSNorm): with bfloat16 parameters, 1 + w rounded to bfloat16 would lose w's last digits
+    (w near 0 has many more of them than 1 + w can hold), and about one output in five would end one bfloat16
+    step away from the reference's."""
+    if not getattr(norm, "plus_one", False):
+        return norm.weight
+    return norm.weight.to(torch.promote_types(norm.weight.dtype, torch.float32)) + 1
 
 
 class DynamicTanh(nn.Module):

@@ -14,10 +14,12 @@ nothing else. Each recipe function's docstring names the public reference code i
 The cards and the table are drawn from the configs, never by hand: the order of norms and sub-layers in a
 card comes from `placement_diagram.block_layouts`, which traces `Block.forward` with torch.fx.
 
-What a tiny model cannot copy, and the cards do not pretend to: Gemma's query scale (1/sqrt(256) instead of
-1/sqrt(d_head)), tied input and output embeddings, GQA head counts, SwiGLU/GeGLU MLPs, DeepSeek-V3's
-multi-head latent attention (its RMSNorms sit on the compressed q and kv latents, which TinyGPT does not
-have: that row is described in chapter 06 but not trained), and of course the size.
+What a tiny model cannot copy, and the cards do not pretend to: the 27B Gemmas' query scale
+(1/sqrt(d_model / n_head): 1/sqrt(144) in Gemma 2 27B and 1/sqrt(168) in Gemma 3 27B, where d_head is 128; the
+other sizes scale by 1/sqrt(d_head) like TinyGPT), tied input and output embeddings, GQA head counts,
+SwiGLU/GeGLU MLPs, DeepSeek-V3's multi-head latent attention (its RMSNorms sit on the compressed q and kv
+latents, which TinyGPT does not have: that row is described in chapter 06 but not trained), and of course the
+size. Each recipe does carry its family's norm eps (GPTConfig.norm_eps), with the source it comes from.
 """
 
 from __future__ import annotations
@@ -65,52 +67,67 @@ def _recipe(title: str, model: dict, train: dict | None = None):
     return wrap
 
 
-@_recipe("GPT-2", dict(norm="layernorm", placement="pre"))
+@_recipe("GPT-2", dict(norm="layernorm", placement="pre"))  # eps: LayerNorm's usual 1e-5, GPT-2's
 def gpt2():
     """Pre-LN with LayerNorm (gain and bias, eps 1e-5) and a final LayerNorm; no QK-Norm, no softcap, plain
-    embeddings. openai/gpt-2 src/model.py (norm, block: x + attn(ln_1(x)), x + mlp(ln_2(x)), ln_f); the same in
-    karpathy/nanoGPT model.py."""
+    embeddings. openai/gpt-2 src/model.py (norm(x, scope, epsilon=1e-5); block: x + attn(ln_1(x)),
+    x + mlp(ln_2(x)), ln_f); the same in karpathy/nanoGPT model.py."""
 
 
-@_recipe("Llama 3", dict(norm="rmsnorm", placement="pre"))
+@_recipe("Llama 3", dict(norm="rmsnorm", placement="pre", norm_eps=1e-5))
 def llama3():
-    """Pre-norm with RMSNorm (gain w, norm_eps 1e-5) and a final RMSNorm; q and k go straight from the
+    """Pre-norm with RMSNorm (gain w, eps 1e-5) and a final RMSNorm; q and k go straight from the
     projections to RoPE (no QK-Norm); no softcap; plain embeddings. meta-llama/llama3 llama/model.py
-    (TransformerBlock.forward, Attention.forward)."""
+    (ModelArgs.norm_eps = 1e-5, passed to every RMSNorm; TransformerBlock.forward, Attention.forward); the
+    Llama 3 and 3.1 8B config.json: rms_norm_eps 1e-05."""
 
 
-@_recipe("Qwen3", dict(norm="rmsnorm", placement="pre", qk_norm="head"))
+@_recipe("Qwen3", dict(norm="rmsnorm", placement="pre", qk_norm="head", norm_eps=1e-6))
 def qwen3():
     """Llama's layout plus QK-Norm: RMSNorm over each head's d_head channels of q and k, before RoPE, in place
-    of Qwen2's q/k/v biases. Embeddings plain (nn.Embedding, no scaling, no normalization). Hugging Face
-    transformers models/qwen3/modeling_qwen3.py (Qwen3Attention: q_norm, k_norm = Qwen3RMSNorm(head_dim))."""
+    of Qwen2's q/k/v biases; every RMSNorm's eps 1e-6. Embeddings plain (nn.Embedding, no scaling, no
+    normalization). Hugging Face transformers models/qwen3/modeling_qwen3.py (Qwen3Attention: q_norm, k_norm =
+    Qwen3RMSNorm(head_dim, eps=config.rms_norm_eps)); Qwen/Qwen3-8B config.json: rms_norm_eps 1e-06."""
 
 
 @_recipe(
     "Gemma 2",
-    dict(norm="rmsnorm", gain="1+w", placement="peri", attn_softcap=50.0, logit_softcap=30.0, embed_scale="sqrt_d"),
+    dict(
+        norm="rmsnorm",
+        gain="1+w",
+        placement="peri",
+        attn_softcap=50.0,
+        logit_softcap=30.0,
+        embed_scale="sqrt_d",
+        norm_eps=1e-6,
+    ),
 )
 def gemma2():
     """Four RMSNorms per block (a norm before and after each sub-layer: Peri-LN), gains stored as w and applied
-    as (1 + w), attention logits softcapped at 50 and output logits at 30, embeddings multiplied by
+    as (1 + w), eps 1e-6, attention logits softcapped at 50 and output logits at 30, embeddings multiplied by
     sqrt(d_model); no QK-Norm. google-deepmind/gemma gemma/gm/nn/_modules.py (Block, Attention),
-    _layers.py (RMSNorm: x * (1 + scale)), _gemma.py (Gemma2 configs); transformers models/gemma2."""
+    _layers.py (RMSNorm: x * rsqrt(var + 1e-06) * (1 + scale)), _gemma.py (Gemma2 configs); transformers
+    models/gemma2."""
 
 
-@_recipe("Gemma 3", dict(norm="rmsnorm", gain="1+w", placement="peri", qk_norm="head", embed_scale="sqrt_d"))
+@_recipe(
+    "Gemma 3", dict(norm="rmsnorm", gain="1+w", placement="peri", qk_norm="head", embed_scale="sqrt_d", norm_eps=1e-6)
+)
 def gemma3():
-    """Gemma 2's norms and embedding scale, with per-head QK-Norm ((1 + w) gains, before RoPE) and no softcap
-    at all: attn_logits_soft_cap and final_logit_softcap are None for every Gemma 3 size. google-deepmind/gemma
-    gemma/gm/nn/_gemma.py (Gemma3 configs: use_qk_norm=True, softcaps None); transformers models/gemma3."""
+    """Gemma 2's norms (eps 1e-6) and embedding scale, with per-head QK-Norm ((1 + w) gains, before RoPE) and no
+    softcap at all: attn_logits_soft_cap and final_logit_softcap are None for every Gemma 3 size.
+    google-deepmind/gemma gemma/gm/nn/_gemma.py (Gemma3 configs: use_qk_norm=True, softcaps None), _layers.py
+    (RMSNorm's 1e-06); transformers models/gemma3."""
 
 
-@_recipe("OLMo 2", dict(norm="rmsnorm", placement="reordered", qk_norm="full"), dict(z_loss=1e-5))
+@_recipe("OLMo 2", dict(norm="rmsnorm", placement="reordered", qk_norm="full", norm_eps=1e-6), dict(z_loss=1e-5))
 def olmo2():
     """The "reordered norm": each sub-layer reads the raw stream and its output is normalized before it is
-    added, x + RMSNorm(F(x)); QK-Norm over the full width of q and k (all heads at once), before RoPE;
-    z-loss 1e-5 in training. transformers models/olmo2/modeling_olmo2.py (Olmo2DecoderLayer, Olmo2Attention);
-    allenai/OLMo configs/official-1124/OLMo2-7B-stage1.yaml (norm_after, attention_layer_norm,
-    softmax_auxiliary_loss with auxiliary_loss_multiplier 1e-5)."""
+    added, x + RMSNorm(F(x)); QK-Norm over the full width of q and k (all heads at once), before RoPE; every
+    RMSNorm's eps 1e-6; z-loss 1e-5 in training. transformers models/olmo2/modeling_olmo2.py (Olmo2DecoderLayer,
+    Olmo2Attention); allenai/OLMo-2-1124-7B config.json (rms_norm_eps 1e-06); allenai/OLMo
+    configs/official-1124/OLMo2-7B-stage1.yaml (norm_after, attention_layer_norm, softmax_auxiliary_loss with
+    auxiliary_loss_multiplier 1e-5)."""
 
 
 RECIPES = {r.name: r for r in (gpt2, llama3, qwen3, gemma2, gemma3, olmo2)}

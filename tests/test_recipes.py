@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 from course_utils import experiments, recipes
 from course_utils.attention import RotaryEmbedding
-from course_utils.model import GPTConfig, TinyGPT, lm_loss, parameter_count
+from course_utils.model import GPTConfig, TinyGPT, lm_loss, norm_eps_of, parameter_count
 from course_utils.norms import DynamicTanh, RMSNorm, gain_of
 from course_utils.training import TrainConfig, train, z_loss_term
 
@@ -97,6 +97,61 @@ def test_recipe_cards_render_readably():
 
 # ----------------------------------------------------------------------------------------------------
 # the switches
+# Every recipe's norm eps, and where it comes from (each value is quoted in the recipe's docstring too):
+SOURCE_EPS = {
+    "gpt2": (1e-5, "openai/gpt-2 src/model.py: def norm(x, scope, *, axis=-1, epsilon=1e-5)"),
+    "llama3": (1e-5, "meta-llama/llama3 llama/model.py: ModelArgs.norm_eps: float = 1e-5"),
+    "qwen3": (1e-6, "Qwen/Qwen3-8B config.json: rms_norm_eps 1e-06"),
+    "gemma2": (1e-6, "google-deepmind/gemma _layers.py RMSNorm: jax.lax.rsqrt(var + 1e-06)"),
+    "gemma3": (1e-6, "google-deepmind/gemma _layers.py RMSNorm: jax.lax.rsqrt(var + 1e-06)"),
+    "olmo2": (1e-6, "allenai/OLMo-2-1124-7B config.json: rms_norm_eps 1e-06"),
+}
+
+
+@pytest.mark.parametrize("name", list(recipes.RECIPES))
+def test_every_norm_of_a_recipe_has_its_familys_eps(name):
+    """The eps of every norm in the built model, the q/k norms included, is the one its family's source sets."""
+    eps, source = SOURCE_EPS[name]
+    assert norm_eps_of(cfg_of(name)) == eps, source
+    assert f"{eps:g}".replace("-0", "-") in recipes.RECIPES[name].source.replace("-0", "-"), recipes.RECIPES[
+        name
+    ].source
+    model = TinyGPT(recipes.recipe_config(name, vocab_size=20, n_layer=2))
+    found = [m.eps for m in model.modules() if isinstance(m, (torch.nn.LayerNorm, torch.nn.RMSNorm, RMSNorm))]
+    assert found and all(e == eps for e in found), (name, sorted(set(found)), source)
+
+
+def test_a_config_without_norm_eps_keeps_each_norms_usual_eps():
+    """The chapters' plain models: LayerNorm 1e-5, RMSNorm (and every q/k norm) 1e-6."""
+    for norm, expected in (("layernorm", 1e-5), ("rmsnorm", 1e-6)):
+        model = TinyGPT(GPTConfig(vocab_size=20, norm=norm, qk_norm="head"))
+        blocks = [
+            m.eps for m in model.modules() if isinstance(m, (torch.nn.LayerNorm,)) or m.__class__ is torch.nn.RMSNorm
+        ]
+        assert blocks[0] == expected
+        assert model.blocks[0].attn.q_norm.eps == 1e-6
+    with pytest.raises(ValueError, match="norm_eps"):
+        GPTConfig(norm_eps=0.0)
+
+
+def test_the_plus_one_gain_is_formed_in_float32_as_the_reference_does():
+    """With bfloat16 parameters, transformers' GemmaRMSNorm computes (x_normed.float() * (1.0 + w.float())), cast
+    back once. Forming 1 + w in bfloat16 first lands about a quarter of the outputs one bfloat16 step away."""
+    torch.manual_seed(0)
+    norm = RMSNorm(512, eps=1e-6, plus_one=True).to(torch.bfloat16)
+    with torch.no_grad():
+        norm.weight.copy_(torch.randn(512) * 0.3)
+    x = torch.randn(64, 512).to(torch.bfloat16)
+    h = x.float()
+    reference = (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6) * (1.0 + norm.weight.float())).type_as(x)
+    assert torch.equal(norm(x), reference)
+    from course_utils.norms import rms_norm
+
+    in_bf16 = rms_norm(x, norm.weight + 1, 1e-6)  # the slip this guards against: the test can fail
+    assert float((in_bf16 != reference).float().mean()) > 0.1
+    assert gain_of(norm).dtype == torch.float32 and gain_of(RMSNorm(4, plus_one=True).double()).dtype == torch.float64
+
+
 # ----------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("shape", [(5, 8), (2, 3, 16), (4, 1, 2, 6)])
 def test_plus_one_gain_is_rmsnorm_with_gain_one_plus_w(shape):
