@@ -3,7 +3,7 @@
 Chapter 06 reads the digest's adoption table (which model uses QK-Norm, where its norms sit) as data: each
 claim is a value (`DigestRow`), paraphrased in English. A claim about a model that has a recipe in
 `course_utils.recipes` is compared with that recipe's GPTConfig, so that the table and the trained models can
-never disagree. For the three models without a recipe (GLM-4.5, MiniMax-M2, DeepSeek-V3) the facts come from
+never disagree. For the three models without a recipe (GLM-4.5/4.7, MiniMax-M2, DeepSeek-V3) the facts come from
 `REFERENCE_FACTS`, a small table in which every value names the public code it was read from.
 
     rows = check_adoption_table()       # one dict per digest row: what it says, what the code does, the verdict
@@ -78,9 +78,9 @@ DIGEST_TABLE = (
 REFERENCE_FACTS = {
     "GLM-4.5/4.7": {
         "qk_norm": (
-            None,
-            "QK-Norm in GLM-4.5, none in GLM-4.5-Air; GLM-4.7 not in public code",
-            "transformers glm4_moe; Megatron-Bridge glm45_provider.py",
+            True,
+            "QK-Norm per head, before a partial RoPE (GLM-4.5 and GLM-4.7; not GLM-4.5-Air)",
+            "transformers glm4_moe; zai-org/GLM-4.7 config.json; Megatron-Bridge glm45_provider.py",
         ),
         "placement": ("pre", "Pre-Norm", "transformers glm4_moe"),
     },

@@ -18,9 +18,9 @@ The variants (`VARIANTS`):
 * ``softcap``           s -> 50 tanh(s / 50) before the softmax (Gemma 2's attention cap)
 * ``qk_norm+softcap``   both
 
-Chapter 06 adds `EXTRA_VARIANTS` (z_loss, dyt, embed_l2, embed_sqrt_d, late_qk_norm: one change each to the
-baseline) and accepts every recipe of `course_utils.recipes` (gpt2, llama3, qwen3, gemma2, gemma3, olmo2) as a
-variant name. Each run also records the RMS of every linear layer's output (`RunRecord.output_rms`).
+Chapter 06 adds `EXTRA_VARIANTS` (z_loss, dyt, embed_l2, embed_sqrt_d, embed_unit_rms, late_qk_norm: one change
+each to the baseline) and accepts every recipe of `course_utils.recipes` (gpt2, llama3, qwen3, gemma2, gemma3,
+olmo2) as a variant name. Each run also records the RMS of every linear layer's output (`RunRecord.output_rms`).
 
 What counts as a failed run (the stated definitions):
 
@@ -91,6 +91,7 @@ EXTRA_VARIANTS = {
     "dyt": {"norm": "dyt"},  # Dynamic Tanh in every LayerNorm's place
     "embed_l2": {"embed_scale": "l2"},  # e / |e| * sqrt(d)
     "embed_sqrt_d": {"embed_scale": "sqrt_d"},  # e * sqrt(d), Gemma's constant
+    "embed_unit_rms": {"embed_scale": "unit_rms"},  # e / init_std: embed_l2's start scale, with nothing normalized
     "late_qk_norm": {"qk_norm": "head", "qk_norm_from": 0.5},  # QK-Norm switched on halfway through
 }
 # Every recipe of course_utils.recipes (gpt2, llama3, qwen3, gemma2, gemma3, olmo2) is a variant too.

@@ -17,6 +17,8 @@ Switches for the recipes of real models (chapter 06; each default keeps the plai
     gain="1+w"            Gemma's RMSNorm gain: the parameter starts at 0 and the layer multiplies by (1 + w)
     embed_scale="sqrt_d"  Gemma: the embedding lookup is multiplied by sqrt(d_model) (a constant, not a norm)
     embed_scale="l2"      e / |e| * sqrt(d_model): every embedding row put on a sphere (the digest's formula)
+    embed_scale="unit_rms"  times the constant 1 / init_std (50): the same start scale as "l2" (RMS 1 per channel),
+                          but the rows' lengths stay as they were drawn (chapter 06's scale-matched control)
     norm="dyt"            Dynamic Tanh (arXiv 2503.10622) in every norm's place: weight * tanh(alpha x) + bias
     norm_eps=1e-5         the eps of every norm, as a model family sets it (None: LayerNorm's 1e-5, RMSNorm's 1e-6)
 
@@ -57,7 +59,7 @@ class GPTConfig:
     norm_impl: str = "torch"  # "torch" (nn.LayerNorm / nn.RMSNorm) or "course" (course_utils.norms, readable)
     init_std: float = 0.02
     gain: str = "w"  # "w" | "1+w" (Gemma 2 and 3: RMSNorm gains stored as w, applied as 1 + w)
-    embed_scale: str | None = None  # None | "sqrt_d" (Gemma: times sqrt(d_model)) | "l2" (e / |e| * sqrt(d_model))
+    embed_scale: str | None = None  # None | "sqrt_d" (Gemma: times sqrt(d_model)) | "l2" | "unit_rms" (see above)
     dyt_alpha: float = 0.5  # DyT's initial alpha (the official code's default)
     norm_eps: float | None = None  # every norm's eps; None: LayerNorm's usual 1e-5, RMSNorm's 1e-6
 
@@ -68,7 +70,7 @@ class GPTConfig:
             "qk_norm": (None, "head", "full"),
             "norm_impl": ("torch", "course"),
             "gain": ("w", "1+w"),
-            "embed_scale": (None, "sqrt_d", "l2"),
+            "embed_scale": (None, "sqrt_d", "l2", "unit_rms"),
         }
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
@@ -183,6 +185,8 @@ class TinyGPT(nn.Module):
             x = x * math.sqrt(self.cfg.d_model)
         elif self.cfg.embed_scale == "l2":
             x = F.normalize(x, dim=-1) * math.sqrt(self.cfg.d_model)
+        elif self.cfg.embed_scale == "unit_rms":
+            x = x / self.cfg.init_std
         for block in self.blocks:
             x = block(x)
         logits = self.lm_head(self.norm_f(x))

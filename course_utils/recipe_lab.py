@@ -64,6 +64,7 @@ COLORS = {
     "late_qk_norm": "#009E73",
     "embed_l2": "#0072B2",
     "embed_sqrt_d": "#009E73",
+    "embed_unit_rms": "#CC79A7",
 }
 _DASHED = {"dyt", "z_loss", "llama3", "gemma2"}  # lines that would hide another one drawn on top
 LAYER_KINDS = ("QKV", "Proj", "FC1", "FC2")

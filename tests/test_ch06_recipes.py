@@ -35,7 +35,7 @@ def test_the_adoption_table_gets_the_verdicts_the_chapter_teaches():
         "OLMo 2/3": "wrong",
         "Qwen3": "agrees",
         "Gemma 3": "wrong",
-        "GLM-4.5/4.7": "unverifiable",
+        "GLM-4.5/4.7": "agrees",
         "MiniMax-M2": "agrees",
         "DeepSeek V3": "agrees",
         "Llama 3": "agrees",
