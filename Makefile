@@ -16,7 +16,7 @@
 #
 # Switches (each one a make variable):
 #   TORCH=cpu       Linux: PyTorch's CPU-only build (about 0.4 GB of downloads in all) instead of PyPI's default,
-#                   the CUDA build (about 2.9 GB with the NVIDIA libraries; the README's table). Remembered in .venv,
+#                   the CUDA build (about 3.0 GB with the NVIDIA libraries; the README's table). Remembered in .venv,
 #                   so later commands need not repeat it; TORCH=default switches back. macOS: the same build either way.
 #   LAB_ARGS=...    more options for `jupyter lab` (see the lab target)
 #   PYTHON=python3.12   the interpreter that creates .venv (supported versions: requires-python in pyproject.toml)
@@ -49,7 +49,6 @@ unexport COURSE_LANG
 EDITION := $(if $(filter ja,$(COURSE_LANG)),ja/)
 
 SLIDES_DIR   ?= artifacts/slides
-SLIDES_FLAGS := --to slides --no-prompt --SlidesExporter.reveal_scroll=True --SlidesExporter.reveal_number=c/t
 SLIDES_EXTRA ?=
 
 .PHONY: setup lab test matrix lint format lock execute exercises translations bench slides browser-deps sandbox-deps clean-venv
@@ -174,16 +173,15 @@ bench: $(STAMP)
 	@for script in benchmarks/*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
 
 # Decks follow each chapter's slide metadata (slide / subslide / fragment / skip). Two per chapter: with the code
-# (artifacts/slides/) and outputs only (artifacts/slides/no-code/, for lectures). reveal.js, MathJax, require.js and
-# jQuery are pinned in tools/slide_assets.lock.json (npm registry tarballs and their sha512) and copied into
-# artifacts/slides/assets/ by tools/slide_assets.py, so the decks open from the file system with no network.
-# The Japanese decks go to artifacts/slides/ja/ (and ja/no-code/), sharing the same assets.
+# (artifacts/slides/) and outputs only (artifacts/slides/no-code/, for lectures); the Japanese decks go to
+# artifacts/slides/ja/ (and ja/no-code/). tools/slides.py builds them all (tests/test_slides.py builds with it too):
+# each chapter with its speaker notes put back from its instructor page (instructor/NN_topic.md, "Speaker notes";
+# learners' notebooks hold none; the Japanese text from i18n/ja/instructor/), then nbconvert with the course's
+# template (tools/slide_template). reveal.js, MathJax, require.js and jQuery are pinned in
+# tools/slide_assets.lock.json (npm registry tarballs and their sha512) and copied into artifacts/slides/assets/,
+# so the decks open from the file system with no network. SLIDES_EXTRA: more nbconvert options.
 slides: $(STAMP)
-	$(BIN)/python tools/slide_assets.py $(SLIDES_DIR)/assets
-	$(BIN)/jupyter nbconvert $(SLIDES_FLAGS) $(shell $(BIN)/python tools/slide_assets.py --flags assets) $(SLIDES_EXTRA) --output-dir $(SLIDES_DIR) $(sort $(wildcard chapters/*.ipynb))
-	$(BIN)/jupyter nbconvert $(SLIDES_FLAGS) --no-input $(shell $(BIN)/python tools/slide_assets.py --flags ../assets) $(SLIDES_EXTRA) --output-dir $(SLIDES_DIR)/no-code $(sort $(wildcard chapters/*.ipynb))
-	$(BIN)/jupyter nbconvert $(SLIDES_FLAGS) $(shell $(BIN)/python tools/slide_assets.py --flags ../assets) $(SLIDES_EXTRA) --output-dir $(SLIDES_DIR)/ja $(sort $(wildcard ja/chapters/*.ipynb))
-	$(BIN)/jupyter nbconvert $(SLIDES_FLAGS) --no-input $(shell $(BIN)/python tools/slide_assets.py --flags ../../assets) $(SLIDES_EXTRA) --output-dir $(SLIDES_DIR)/ja/no-code $(sort $(wildcard ja/chapters/*.ipynb))
+	$(BIN)/python tools/slides.py $(SLIDES_DIR) $(SLIDES_EXTRA)
 
 lock: $(STAMP)
 	$(BIN)/python tools/lock.py

@@ -274,12 +274,18 @@ EQUATIONS_ON_THE_SLIDE = """() => {
 }"""
 
 
+# the computed text-transform of every heading in the deck (reveal.js's white theme uppercases h1-h6)
+HEADING_CASES = """() => [...document.querySelectorAll('.reveal .slides :is(h1, h2, h3, h4, h5, h6)')]
+  .map(h => getComputedStyle(h).textTransform)"""
+
+
 @pytest.mark.parametrize("path", CHAPTERS + JA_CHAPTERS, ids=shot_name)
 @pytest.mark.browser
 @pytest.mark.slow
 def test_deck_runs_offline_in_chromium(browser, offline_decks, path):
     """The deck opened from the file system with every network request refused: reveal.js starts, the arrow key
-    moves to the next slide, MathJax typesets the maths; a screenshot of the third slide is kept."""
+    moves to the next slide, MathJax typesets the maths, headings keep their case; a screenshot of the third slide
+    is kept."""
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     refused, errors = [], []
 
@@ -305,6 +311,7 @@ def test_deck_runs_offline_in_chromium(browser, offline_decks, path):
         page.wait_for_timeout(300)
         typeset = page.evaluate("document.querySelectorAll('.MathJax_CHTML').length")
         drawn = page.evaluate(EQUATIONS_ON_THE_SLIDE)
+        cases = page.evaluate(HEADING_CASES)
         bs.SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(bs.SCREENSHOTS / f"{shot_name(path)}-deck.png"))
     finally:
@@ -314,6 +321,8 @@ def test_deck_runs_offline_in_chromium(browser, offline_decks, path):
     # ran and drew its equations twice ("x = [4, 6, 2, 8]x = [4, 6, 2, 8]") in 3 of 4 tries (tools/slide_template)
     assert drawn["frames"] == drawn["equations"] and drawn["twice"] == 0, drawn
     assert drawn["cut"] == 0, f"{drawn['cut']} block(s) of code or output run off the slide"  # they wrap
+    # headings as written: the white theme's `text-transform: uppercase` showed "γ and β" as "Γ AND Β"
+    assert cases and set(cases) == {"none"}, f"headings transformed on screen: {sorted(set(cases))}"
     markdown = "".join(
         "".join(c["source"]) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "markdown"
     )

@@ -8,8 +8,9 @@ downloads each tarball once into a cache (artifacts/.cache/slide-assets/ by defa
 differs from the lock, and unpacks the paths the decks use into <target>/<package>/. A second run with the same
 lock does nothing. Only Python is needed: no Node, no npm.
 
-`OFFLINE_FLAGS` are the nbconvert options that point a deck at those copies (the Makefile's slides target and
-tests/test_slides.py use them): the prefix is the assets folder relative to the deck's own folder.
+`offline_flags(prefix)` are the nbconvert options that point a deck at those copies (tools/slides.py, which
+`make slides` and tests/test_slides.py run, uses them): the prefix is the assets folder relative to the deck's own
+folder.
 """
 
 from __future__ import annotations
@@ -92,7 +93,7 @@ def install(target: Path, cache: Path = CACHE) -> list:
 
 def main(argv=None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if len(args) == 2 and args[0] == "--flags":  # for the Makefile: the options, quoted for a shell
+    if len(args) == 2 and args[0] == "--flags":  # for a shell: the options, quoted
         print(shlex.join(offline_flags(args[1])))
         return 0
     if len(args) != 1:
