@@ -82,10 +82,16 @@ $(STAMP): pyproject.toml requirements.txt requirements-cpu.txt tools/check_pytho
 # welcome chapter's folder) and opens the welcome chapter. As root (a container, a cloud machine) it adds
 # --allow-root, without which JupyterLab refuses to start. LAB_ARGS passes more options to `jupyter lab`, e.g.
 #   make lab LAB_ARGS="--no-browser --ip=127.0.0.1 --port=8899"
+# JupyterLab's own menus and dialogs speak the edition's language: tools/lab_settings/<en|ja>/labconfig/
+# default_setting_overrides.json sets the default of its Language setting (ja_JP, from the locked language pack
+# jupyterlab-language-pack-ja-JP; en, so that the English edition stays English on a Japanese system), found first on
+# JUPYTER_CONFIG_PATH. Nothing is written to the learner's settings, and a language chosen in Settings > Language wins.
 LAB_ARGS   ?=
 ALLOW_ROOT  = $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root)
+LAB_CONFIG  = $(CURDIR)/tools/lab_settings/$(COURSE_LANG)
 lab: $(STAMP)
-	$(BIN)/jupyter lab --ServerApp.root_dir=. $(ALLOW_ROOT) $(LAB_ARGS) $(EDITION)chapters/00_welcome.ipynb
+	JUPYTER_CONFIG_PATH="$(LAB_CONFIG)$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH}" \
+	  $(BIN)/jupyter lab --ServerApp.root_dir=. $(ALLOW_ROOT) $(LAB_ARGS) $(EDITION)chapters/00_welcome.ipynb
 
 test: lint browser-deps sandbox-deps
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile

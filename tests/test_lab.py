@@ -6,6 +6,11 @@ runtime folders (so the learner's own Jupyter settings cannot change what it see
 reads the welcome chapter through the REST API and the /lab/tree URL, then stops the whole process group
 (make and jupyter) and checks that nothing is left running, also when the test fails.
 
+JupyterLab's own menus speak the edition's language: `make lab COURSE_LANG=ja` selects the Japanese language pack
+(the translation setting's default, from tools/lab_settings/ja), plain `make lab` English. The last tests start both
+editions that way and read the setting and the translations through the API, then the menu bar in headless Chromium
+(skipped, like the browser suite, where there is no Chromium).
+
 It never bootstraps .venv: when `make setup` is not up to date (`make -q setup`), it skips with the reason.
 """
 
@@ -22,6 +27,7 @@ import urllib.request
 
 import pytest
 
+import browser_support as bs
 from browser_support import free_port
 from conftest import ROOT
 
@@ -91,10 +97,12 @@ def group_members(pgid: int) -> list[str]:
 
 
 class MakeLab:
-    """`make lab LAB_ARGS=...` in its own process group, on a free loopback port, with a known token."""
+    """`make lab LAB_ARGS=...` in its own process group, on a free loopback port, with a known token; for the
+    Japanese edition `make lab COURSE_LANG=ja LAB_ARGS=...`."""
 
-    def __init__(self, workdir):
+    def __init__(self, workdir, lang: str = "en"):
         self.workdir = workdir
+        self.lang = lang
         self.token = secrets.token_hex(16)
         self.log_path = workdir / "make-lab.log"
         self.process = None
@@ -132,7 +140,8 @@ class MakeLab:
             started = time.monotonic()
             with open(self.log_path, "wb") as log:
                 self.process = subprocess.Popen(
-                    [MAKE, "--no-print-directory", "lab", f"LAB_ARGS={args}"],
+                    [MAKE, "--no-print-directory", "lab", f"LAB_ARGS={args}"]
+                    + ([f"COURSE_LANG={self.lang}"] if self.lang != "en" else []),
                     cwd=ROOT,
                     env=env,
                     stdin=subprocess.DEVNULL,
@@ -195,6 +204,17 @@ class MakeLab:
         return group_members(pgid)
 
 
+def recipe_of(output: str) -> str:
+    """The command make echoed, its continuation lines (a backslash at the end) joined."""
+    lines = output.splitlines()
+    recipe = lines[0]
+    for line in lines[1:]:
+        if not recipe.endswith("\\"):
+            break
+        recipe = recipe[:-1].rstrip() + " " + line.strip()
+    return recipe
+
+
 @pytest.fixture
 def make_lab(tmp_path):
     reason = setup_is_current()
@@ -215,9 +235,11 @@ def test_make_lab_serves_the_welcome_chapter(make_lab, request):
     sys.stderr.write(f"\n`make lab` answered after {lab.ready_after:.1f} s\n")  # shown with -s or on failure
     output = lab.log()
 
-    # the README's command, and nothing else: no setup ran, --allow-root exactly when root
-    recipe = output.splitlines()[0]
-    assert recipe.startswith(".venv/bin/jupyter lab ") and recipe.endswith(f" {WELCOME}"), output[-3000:]
+    # the README's command, and nothing else: no setup ran, --allow-root exactly when root; the English edition's
+    # JupyterLab settings folder first on JUPYTER_CONFIG_PATH (its menus in English)
+    recipe = recipe_of(output)
+    assert recipe.startswith(f'JUPYTER_CONFIG_PATH="{ROOT}/tools/lab_settings/en'), output[-3000:]
+    assert " .venv/bin/jupyter lab " in recipe and recipe.endswith(f" {WELCOME}"), output[-3000:]
     assert ("--allow-root" in recipe.split()) == (os.geteuid() == 0), recipe
     assert f"--no-browser --ip=127.0.0.1 --port={lab.port}" in recipe
     assert "Running as root is not recommended" not in output
@@ -244,3 +266,72 @@ def test_make_lab_serves_the_welcome_chapter(make_lab, request):
     # the whole course is served, not only the welcome chapter's folder: the exercises are one click away
     status, body = lab.get("/api/contents/exercises?content=1")
     assert status == 200 and json.loads(body)["type"] == "directory", body[:500]
+
+
+# --- JupyterLab's own language follows the edition -----------------------------------------------------------------
+LOCALE = {"en": "en", "ja": "ja_JP"}  # the translation setting's value that `make lab` gives each edition
+MENUS = {"en": ["File", "Edit", "View", "Run", "Kernel"], "ja": ["ファイル", "編集", "表示", "実行", "カーネル"]}
+TRANSLATION = "@jupyterlab/translation-extension:plugin"
+
+
+@pytest.fixture(scope="module", params=["ja", "en"])
+def edition_lab(request, tmp_path_factory):
+    """`make lab COURSE_LANG=ja` or plain `make lab`, once per edition for the tests below."""
+    reason = setup_is_current()
+    if reason:
+        pytest.skip(reason)
+    lab = MakeLab(tmp_path_factory.mktemp(f"lab-{request.param}"), lang=request.param)
+    try:
+        yield lab.start()
+    finally:
+        leftovers = lab.stop()
+        assert not leftovers, f"`make lab` left processes behind: {leftovers}"
+
+
+@pytest.mark.slow
+def test_make_lab_selects_the_editions_language_for_jupyterlab(edition_lab):
+    lab = edition_lab
+    locale = LOCALE[lab.lang]
+    recipe = recipe_of(lab.log())
+    assert recipe.endswith(f" {'ja/' if lab.lang == 'ja' else ''}{WELCOME}"), recipe
+    # the edition's default for JupyterLab's Language setting; the learner has chosen none (a private settings folder)
+    status, body = lab.get(f"/lab/api/settings/{TRANSLATION}")
+    assert status == 200, body[:500]
+    settings = json.loads(body)
+    assert settings["schema"]["properties"]["locale"]["default"] == locale, lab.log()[-3000:]
+    assert "locale" not in (settings.get("settings") or {})
+    # the Japanese language pack is installed (the lock) in both editions; only the Japanese one selects it
+    status, body = lab.get("/lab/api/translations/")
+    assert status == 200 and "ja_JP" in json.loads(body)["data"], body[:500]
+    status, body = lab.get(f"/lab/api/translations/{locale}")
+    served = json.loads(body)
+    if lab.lang == "ja":
+        assert served["message"] == "", served["message"]
+        assert served["data"]["jupyterlab"]["menu\x04File"] == ["ファイル"]
+    else:
+        assert served["data"] == {}  # English: JupyterLab's own strings, untranslated
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_jupyterlab_menus_speak_the_editions_language_in_chromium(edition_lab, request):
+    executable = bs.require_browser_tools()  # skips (loudly) or fails as the browser suite does without Chromium
+    from playwright.sync_api import sync_playwright
+
+    lab = edition_lab
+    started = time.monotonic()
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=executable, args=bs.CHROMIUM_ARGS, headless=True)
+        try:
+            # the browser's own language is English in both runs: the edition decides, not the browser
+            page = chromium.new_page(locale="en-US")
+            page.goto(f"{lab.url}/lab?token={lab.token}")
+            labels = page.locator("#jp-menu-panel .lm-MenuBar-itemLabel")
+            labels.nth(len(MENUS[lab.lang]) - 1).wait_for(timeout=60_000)
+            menus = labels.all_inner_texts()
+            html_lang = page.evaluate("document.documentElement.lang")
+        finally:
+            chromium.close()
+    request.node.user_properties.append(("menu_bar_seconds", round(time.monotonic() - started, 1)))
+    assert menus[: len(MENUS[lab.lang])] == MENUS[lab.lang], menus
+    assert html_lang == {"en": "en", "ja": "ja-JP"}[lab.lang]

@@ -1,13 +1,19 @@
 """Every relative link a learner or instructor can click resolves: in the notebooks' Markdown cells (JupyterLab opens a
-relative link from the notebook's own folder) and in every Markdown page of the repository."""
+relative link from the notebook's own folder) and in every Markdown page of the repository. The Japanese edition links
+to its own pages wherever one exists (tools/translate.py rewrites the links; English only where there is none)."""
 
+import os
 import re
+import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 
 from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "tools"))
+import translate
 
 # [text](target) and <a href="target">, skipping images' data URIs; the target ends at a space or ")"
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)|href=\"([^\"]+)\"")
@@ -57,6 +63,49 @@ def test_the_link_check_finds_links_and_catches_a_broken_one(tmp_path):
     )
     assert links_in(page.read_text()) == ["there.ipynb", "https://example.org", "missing.ipynb#top", "nope.md"]
     assert broken_links(page) == ["missing.ipynb#top", "nope.md"]
+
+
+def english_with_a_counterpart(text: str, folder: str) -> list:
+    """The links of a page in `folder` (repository-relative) to an English document that has a Japanese counterpart."""
+    found = []
+    for target in links_in(text):
+        file = target.split("#", 1)[0].split("?", 1)[0]
+        if target.startswith(EXTERNAL) or not file:
+            continue
+        repo_path = os.path.normpath(os.path.join(folder, file)).replace(os.sep, "/")
+        counterpart = translate.target_of(repo_path)
+        if counterpart and (ROOT / counterpart).exists():
+            found.append(f"{target} (the Japanese edition has {counterpart})")
+    return found
+
+
+JAPANESE = [p for p in NOTEBOOKS + PAGES if p.relative_to(ROOT).parts[0] == "ja" or p.name == "README.ja.md"]
+
+
+@pytest.mark.parametrize("path", JAPANESE, ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_japanese_edition_links_to_its_own_pages(path):
+    folder = path.parent.relative_to(ROOT).as_posix()
+    assert english_with_a_counterpart(markdown_of(path), folder) == [], (
+        f"{path.relative_to(ROOT)} links to English documents; fix tools/translate.py (rewrite_links) or the links in "
+        "i18n/ja/, then `make translations`"
+    )
+
+
+def test_the_japanese_link_check_catches_a_link_to_the_english_edition():
+    assert len(JAPANESE) >= 20 and ROOT / "README.ja.md" in JAPANESE
+    text = (
+        "[`00`](chapters/00_welcome.ipynb) [ja](ja/chapters/00_welcome.ipynb) [g](docs/grading.md#top) "
+        "[n](docs/numerics.md) [i](instructor/README.md) [r](README.md) [w](https://example.org)"
+    )
+    assert english_with_a_counterpart(text, ".") == [
+        "chapters/00_welcome.ipynb (the Japanese edition has ja/chapters/00_welcome.ipynb)",
+        "docs/grading.md#top (the Japanese edition has ja/docs/grading.md)",
+        "instructor/README.md (the Japanese edition has ja/instructor/README.md)",
+        "README.md (the Japanese edition has README.ja.md)",
+    ]
+    # from ja/instructor/, ../chapters/ is the Japanese chapter and ../../chapters/ the English one
+    assert english_with_a_counterpart("[a](../chapters/00_welcome.ipynb)", "ja/instructor") == []
+    assert english_with_a_counterpart("[a](../../chapters/00_welcome.ipynb)", "ja/instructor") != []
 
 
 CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))

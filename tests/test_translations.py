@@ -202,6 +202,16 @@ def test_links_are_rewritten_to_the_japanese_counterparts():
     assert translate.rewrite_links("[c](chapters/00_welcome.ipynb)", "README.md", "README.ja.md") == (
         "[c](ja/chapters/00_welcome.ipynb)"
     )
+    # a link whose text is code is a link like any other; code spans and code blocks are left as written
+    text = "[`00_welcome`](chapters/00_welcome.ipynb) `[x](chapters/a.ipynb)`\n```\n[y](docs/grading.md)\n```\n"
+    rewritten = text.replace("](chapters/00", "](ja/chapters/00")
+    assert translate.rewrite_links(text, "README.md", "README.ja.md") == rewritten
+    assert translate.rewrite_links("[`g`](../docs/grading.md)", "instructor/x.md", "ja/instructor/x.md") == (
+        "[`g`](../docs/grading.md)"
+    )
+    assert translate.rewrite_links("[`n`](../docs/numerics.md)", "instructor/x.md", "ja/instructor/x.md") == (
+        "[`n`](../../docs/numerics.md)"
+    )
 
 
 def test_pages_are_cut_at_headings_and_join_back():

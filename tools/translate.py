@@ -332,6 +332,8 @@ def apply_strings(code: str, strings: dict) -> tuple[str, list[str]]:
 # ------------------------------------------------------------------------------------------------------------------
 
 EXTERNAL = ("http://", "https://", "mailto:", "#", "data:", "/")
+# what link rewriting leaves alone: fenced code blocks and code spans (as FENCE and CODE_SPAN above)
+CODE = re.compile(r"^(```|~~~).*?^\1[ \t]*$|(`+).+?\2", re.M | re.S)
 
 
 def rewrite_links(text: str, source_rel: str, target_rel: str) -> str:
@@ -354,8 +356,16 @@ def rewrite_links(text: str, source_rel: str, target_rel: str) -> str:
         whole, target = m.group(0), m.group(1)
         return whole.replace(f"({target}", f"({fix(target)}", 1)
 
-    text = re.sub(r"(?<!`)\]\(\s*<?([^)\s>]+)", md, text)
-    return re.sub(r'((?:href|src)=")([^"]+)(")', lambda m: m.group(1) + fix(m.group(2)) + m.group(3), text)
+    def outside_code(part: str) -> str:
+        part = re.sub(r"\]\(\s*<?([^)\s>]+)", md, part)
+        return re.sub(r'((?:href|src)=")([^"]+)(")', lambda m: m.group(1) + fix(m.group(2)) + m.group(3), part)
+
+    # code blocks and code spans stay as written; a link whose text is code ([`x`](y)) is rewritten like any other
+    out, last = [], 0
+    for m in CODE.finditer(text):
+        out += [outside_code(text[last : m.start()]), m.group(0)]
+        last = m.end()
+    return "".join(out) + outside_code(text[last:])
 
 
 def translated_markdown(unit: Unit, entry: dict) -> str:
