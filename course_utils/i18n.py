@@ -29,7 +29,19 @@ import os
 from functools import cache, lru_cache
 from pathlib import Path
 
-__all__ = ["LANGUAGES", "DOMAINS", "LOCALE_DIR", "MARKER", "language", "set_language", "using", "_", "N_", "ngettext"]
+__all__ = [
+    "LANGUAGES",
+    "DOMAINS",
+    "LOCALE_DIR",
+    "MARKER",
+    "language",
+    "folder_language",
+    "set_language",
+    "using",
+    "_",
+    "N_",
+    "ngettext",
+]
 
 LANGUAGES = ("en", "ja")
 # one catalog per part of the package: the checks' hints (course_utils/checks/) and everything else
@@ -67,6 +79,12 @@ def language() -> str:
     except OSError:  # the folder was removed under us
         return "en"
     return _marker_language(here) or "en"
+
+
+def folder_language(folder) -> str:
+    """The edition a folder belongs to: the language of the `.course_lang` marker in it or a folder above it
+    (ja/solutions -> "ja"), else English. The grader reads a submission against the notebooks of its own edition."""
+    return _marker_language(str(Path(folder).resolve())) or "en"
 
 
 def set_language(lang: str | None) -> None:

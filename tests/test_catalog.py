@@ -266,10 +266,10 @@ def test_grader_writes_japanese_feedback_end_to_end(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     feedback = (tmp_path / "feedback" / "alice.md").read_text(encoding="utf-8")
     assert feedback.startswith("# aliceさんへのフィードバック\n")
-    assert "- 状態：**graded**：すべてのチェックに合格" in feedback
+    assert "- 状態：**採点済み**：すべてのチェックに合格" in feedback  # the status in words, not the CSV's code
     with open(out, encoding="utf-8") as f:
         assert [row["reason"] for row in csv.DictReader(f)] == ["すべてのチェックに合格"]
-    assert "提出物1件" in proc.stdout
+    assert "提出物1件：採点済み1件" in proc.stdout
 
 
 def test_grader_lang_flag(monkeypatch):

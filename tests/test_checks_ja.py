@@ -179,6 +179,32 @@ def test_questions_answer_in_japanese(exercise, po, capsys):
         assert q.grade(wrong_letter) == (False, q.wrong_hints[wrong_letter])  # English again
 
 
+@pytest.mark.parametrize("exercise", EXERCISES, ids=_ids(EXERCISES))
+def test_a_wrong_choice_is_not_a_case_against_a_reference(exercise, po):
+    """What the grader's feedback shows for a wrong choice (the report's text): the chosen answer is not the right
+    one, then the hint for that answer, once; no "cases" and no "reference implementation", which a choice has not."""
+    for q in _questions(exercise):
+        for letter in [c for c in q.choices if c != q.answer] + ["z"]:
+            report = q.judge_answer(letter)
+            english = report.text()
+            with i18n.using("ja"):
+                japanese = report.text()
+                hint = shown(report.hint)
+            assert english == f"❌ {q.id}: the chosen answer is not the right one\n   Hint: {report.hint}"
+            verdict = po["❌ {name}: {message}"].format(name=q.id, message=po["the chosen answer is not the right one"])
+            assert japanese == verdict + "\n   " + po["Hint: {hint}"].format(hint=hint)
+            assert japanese.startswith(f"❌ {q.id}：選んだ答えは正解ではありません\n   ヒント：")
+            assert english.count(str(report.hint)) == 1 and japanese.count(hint) == 1
+            assert "reference" not in english and "case" not in english
+            assert "参照実装" not in japanese and "ケース" not in japanese and _no_english_sentence(hint)
+        assert q.judge_answer(q.answer).text().startswith(f"✅ {q.id}: correct: ")
+
+
+def _no_english_sentence(text: str) -> bool:
+    """A hint shown in Japanese: no English sentence left in it (a value such as 'z' or a formula may remain)."""
+    return not re.search(r"[A-Za-z]{4,} [A-Za-z]{4,}", text)
+
+
 def test_case_lines_and_notes_are_translated_where_shown(po):
     """A failed case's name and note, the error's bound, and an exception's report all switch language."""
     from course_utils.checks import ex01

@@ -7,6 +7,11 @@ submitted file, write feedback for each learner, and resume from its state file 
 The adversarial cases, the correct solution (full marks) and the untouched exercise (zero) use ex01;
 every other exercise in solutions/ has its solution graded (full marks), so each new exercise is
 proven gradable as soon as it lands.
+
+The Japanese edition is graded as fully: the corpus's everyday learners (the correct solution with its free-text
+answer, the untouched exercise, a named mistake, a wrong choice, a forbidden call: `twins`) have Japanese twins,
+made from ja/exercises filled in, that a run with `--lang ja` must grade to the same points, with feedback, status
+words and summary in Japanese; a submission of either edition is read against its own edition's notebook.
 """
 
 from __future__ import annotations
@@ -23,13 +28,16 @@ import nbformat
 import pytest
 import torch
 
+from course_utils import i18n
 from course_utils.exercises import make_exercise
 from course_utils.grading import kernel, sandbox
+from course_utils.i18n import _
 
 from conftest import ROOT, completed
 
 EX01 = ROOT / "solutions" / "ex01_layernorm.ipynb"
 HANDED_OUT = "ex01_layernorm.ipynb"  # the file name learners get (many keep it)
+EDITIONS = {"en": ROOT, "ja": ROOT / "ja"}  # each edition's solutions/ and exercises/
 CELL_TIMEOUT = 8  # seconds: the loop cases cost this much; every honest ex01 cell takes well under 1 s
 
 
@@ -51,6 +59,22 @@ def replace_def(nb, name: str, source: str):
 def add_cell(nb, source: str, at: int | None = None):
     cell = nbformat.v4.new_code_cell(source)
     nb.cells.insert(len(nb.cells) if at is None else at, cell)
+    return nb
+
+
+def handed_out(edition: str):
+    """The ex01 notebook an edition hands out (exercises/ or ja/exercises/)."""
+    return nbformat.read(EDITIONS[edition] / "exercises" / HANDED_OUT, as_version=4)
+
+
+def filled(edition: str):
+    """What a learner of that edition hands in when they solved everything: the handed-out notebook with the answer
+    key's code in place of each `# YOUR CODE HERE` and its words in place of `YOUR ANSWER HERE`."""
+    nb, key = handed_out(edition), completed(EDITIONS[edition] / "solutions" / HANDED_OUT)
+    assert len(nb.cells) == len(key.cells)
+    for cell, solved in zip(nb.cells, key.cells):
+        if "# YOUR CODE HERE" in cell.source or cell.source.strip() == "YOUR ANSWER HERE":
+            cell.source = solved.source
     return nb
 
 
@@ -146,6 +170,41 @@ pathlib.Path("notes.md").write_text("new notes")
 """
 
 
+EPS_OUTSIDE = """\
+def layer_norm(x, gamma=None, beta=None, eps=1e-5):
+    mean = x.mean(dim=-1, keepdim=True)
+    std = ((x - mean) ** 2).mean(dim=-1, keepdim=True).sqrt()
+    y = (x - mean) / (std + eps)
+    if gamma is not None:
+        y = y * gamma
+    if beta is not None:
+        y = y + beta
+    return y
+"""
+
+FORBIDDEN_CALL = """\
+def layer_norm(x, gamma=None, beta=None, eps=1e-5):
+    return torch.nn.functional.layer_norm(x, x.shape[-1:], gamma, beta, eps)
+"""
+
+WRONG_CHOICE = "def answer_variance_pitfall():\n    return 'a'\n"
+
+
+def twins(good, blank) -> dict:
+    """The everyday learners, built from one edition's notebooks: {learner: (notebook, status, total)}. `good()` is
+    the edition's solved notebook (its free-text answer written), `blank()` the one it hands out."""
+    return {
+        "correct": (good(), "graded", 5),
+        "untouched": (blank(), "graded", 0),
+        "eps_outside": (replace_def(good(), "layer_norm", EPS_OUTSIDE), "graded", 2),  # a named mistake
+        "wrong_choice": (replace_def(good(), "answer_variance_pitfall", WRONG_CHOICE), "graded", 4),
+        "forbidden_call": (replace_def(good(), "layer_norm", FORBIDDEN_CALL), "graded", 2),
+    }
+
+
+TWINS = ("correct", "untouched", "eps_outside", "wrong_choice", "forbidden_call")  # twins()'s learners
+
+
 def build_corpus(root: Path) -> dict:
     """Write the submissions under root/subs; returns {learner: (expected status, expected total or None)}."""
     subs = root / "subs"
@@ -161,9 +220,10 @@ def build_corpus(root: Path) -> dict:
         expect[learner] = (status, total)
 
     good = lambda: completed(EX01)
-    put("correct", good(), "graded", 5, name="my final version (1).ipynb")
+    for learner, (nb, status, total) in twins(good, lambda: untouched(EX01)).items():
+        put(learner, nb, status, total, name="my final version (1).ipynb" if learner == "correct" else HANDED_OUT)
     write(good(), subs / "correct" / ".ipynb_checkpoints" / "my final version (1)-checkpoint.ipynb")
-    put("untouched", untouched(EX01), "graded", 0)
+    put("other_edition", filled("ja"), "graded", 5)  # the Japanese edition's, graded in English
     text = nbformat.writes(good())
     put("malformed_json", text[: len(text) // 2].encode(), "invalid-notebook", 0)
     put("empty_file", b"", "invalid-notebook", 0)
@@ -250,6 +310,11 @@ def run_grader(*args, cwd: Path, timeout: int = 600) -> subprocess.CompletedProc
     )
 
 
+def feedback_files(folder: Path) -> dict:
+    """{file name: text} of a run's feedback folder."""
+    return {p.name: p.read_text(encoding="utf-8") for p in sorted(folder.glob("*.md"))}
+
+
 def read_rows(path: Path) -> dict:
     with open(path, newline="", encoding="utf-8") as f:
         return {row["learner"]: row for row in csv.DictReader(f)}
@@ -283,6 +348,7 @@ def graded(tmp_path_factory):
         "before": before,
         "proc": proc,
         "rows": read_rows(root / "out" / "grades.csv") if (root / "out" / "grades.csv").exists() else {},
+        "feedback": feedback_files(root / "out" / "feedback"),  # as this run wrote them (later runs rewrite them)
     }
 
 
@@ -300,6 +366,10 @@ def test_every_submission_gets_a_row_and_exit_status_0(graded):
     [
         "correct",
         "untouched",
+        "eps_outside",
+        "wrong_choice",
+        "forbidden_call",
+        "other_edition",
         "malformed_json",
         "empty_file",
         "wrong_nbformat",
@@ -403,6 +473,227 @@ def test_resume_regrades_only_new_or_changed_submissions_with_identical_grades(g
 
     proc = run_grader(root / "subs" / "wrong_nbformat" / HANDED_OUT, "--out", "out/grades.csv", "--force", cwd=root)
     assert "(0 unchanged" in proc.stdout and read_rows(root / "out" / "grades.csv")["wrong_nbformat"]["total"] == "0"
+
+
+# ------------------------------------------------------------------------------------------------------
+# the Japanese edition, graded with --lang ja: the same points, everything people read in Japanese
+# ------------------------------------------------------------------------------------------------------
+STATUS_CODES = re.compile(
+    r"(?<![\w-])(graded|timeout|kernel-died|invalid-notebook|wrong-exercise|grader-error)(?![\w-])"
+)
+JAPANESE = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
+
+
+@pytest.fixture(scope="module")
+def graded_ja(tmp_path_factory):
+    """The Japanese twins of the corpus's everyday learners (ja/exercises filled in), and the English edition's
+    solved notebook (`other_edition`), graded as `graded` grades the corpus, with --lang ja."""
+    root = tmp_path_factory.mktemp("grading_ja")
+    expect = {}
+    for learner, (nb, status, total) in twins(lambda: filled("ja"), lambda: handed_out("ja")).items():
+        write(nb, root / "subs" / learner / HANDED_OUT)
+        expect[learner] = (status, total)
+    write(completed(EX01), root / "subs" / "other_edition" / HANDED_OUT)
+    expect["other_edition"] = ("graded", 5)
+    proc = run_grader(
+        "subs",
+        "--out",
+        "out/grades.csv",
+        "--jobs",
+        2,
+        "--timeout",
+        60,
+        "--cell-timeout",
+        CELL_TIMEOUT,
+        "--seed",
+        20260,
+        "--lang",
+        "ja",
+        cwd=root,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return {
+        "root": root,
+        "expect": expect,
+        "proc": proc,
+        "rows": read_rows(root / "out" / "grades.csv"),
+        "feedback": feedback_files(root / "out" / "feedback"),
+    }
+
+
+@pytest.fixture(params=["en", "ja"])
+def edition(request):
+    """(language, run): the English corpus's run, or the Japanese twins' run with --lang ja."""
+    return request.param, request.getfixturevalue("graded" if request.param == "en" else "graded_ja")
+
+
+def feedback_of(run: dict, learner: str) -> str:
+    return run["feedback"][f"{learner}.md"]
+
+
+def _answer_cell(edition: str) -> int:
+    return next(i for i, c in enumerate(handed_out(edition).cells) if c.source.strip() == "YOUR ANSWER HERE")
+
+
+def question_heading(edition: str) -> str:
+    """The heading of ex01's free-text question in that edition ("Task 4 · In your own words ...")."""
+    prompt = handed_out(edition).cells[_answer_cell(edition) - 1].source
+    return next(line for line in prompt.splitlines() if line.strip()).lstrip("# ").strip()
+
+
+def key_answer(edition: str) -> str:
+    """The first line of the free-text answer that `filled(edition)` writes (the answer key's)."""
+    return filled(edition).cells[_answer_cell(edition)].source.strip().splitlines()[0]
+
+
+@pytest.mark.parametrize("learner", [*TWINS, "other_edition"])
+def test_a_japanese_submission_earns_what_its_english_twin_earns(graded, graded_ja, learner):
+    en, ja = graded["rows"][learner], graded_ja["rows"][learner]
+    same = ("exercise", "status", "total", "max", "ex01.statistics", "ex01.layer_norm", "ex01.variance", "review")
+    assert {k: ja[k] for k in same} == {k: en[k] for k in same}, (en, ja)
+    assert (ja["status"], float(ja["total"])) == graded_ja["expect"][learner] == graded["expect"][learner]
+    assert ja["status"] == "graded"  # the CSV's status column is a code, the same in every language
+    assert JAPANESE.search(ja["reason"]) and not JAPANESE.search(en["reason"]), (en["reason"], ja["reason"])
+
+
+def test_status_words_feedback_and_summary_speak_the_grading_language(edition):
+    lang, run = edition
+    graded_rows = sum(1 for row in run["rows"].values() if row["status"] == "graded")
+    correct, summary = feedback_of(run, "correct"), run["proc"].stdout
+    with i18n.using(lang):
+        assert (
+            _("- Status: **{status}**: {reason}").format(status=_("graded"), reason=_("all checks passed")) in correct
+        )
+        assert _("{count} {status}").format(count=graded_rows, status=_("graded")) in summary
+    if lang == "en":
+        assert "- Status: **graded**: all checks passed" in correct and f"{graded_rows} graded" in summary
+        return
+    assert "- 状態：**採点済み**：すべてのチェックに合格" in correct
+    assert f"提出物{len(run['rows'])}件：採点済み{graded_rows}件" in summary
+    assert not STATUS_CODES.search(summary), summary
+    assert "採点中" in run["proc"].stderr and not STATUS_CODES.search(run["proc"].stderr)  # the progress bar
+    for learner in run["expect"]:
+        text = feedback_of(run, learner)
+        assert not STATUS_CODES.search(text), (learner, STATUS_CODES.search(text))
+        assert "Status" not in text and "Hint:" not in text, learner
+
+
+def test_free_text_answers_are_read_against_the_submissions_own_edition(edition):
+    """A submission's answer is what it wrote in place of its own edition's YOUR ANSWER HERE, shown under the
+    question's heading in the grading language; never the whole notebook as an "edited question"."""
+    lang, run = edition
+    other = {"en": "ja", "ja": "en"}[lang]
+    with i18n.using(lang):
+        edited = _("(the question's cell was edited; Markdown the learner added or changed:)")
+        no_answer = _("(no answer)")
+        grouped = _("## {exercise}: {prompt}").format(exercise="ex01_layernorm", prompt=question_heading(lang))
+    for learner, own in (("correct", lang), ("other_edition", other)):
+        text = feedback_of(run, learner)
+        assert f"**{question_heading(lang)}**\n\n> {key_answer(own)}" in text, (learner, text[-2000:])
+        assert edited not in text and question_heading(other) not in text, learner
+    assert f"**{question_heading(lang)}**\n\n> {no_answer}" in feedback_of(run, "untouched")
+    answers = feedback_of(run, "_free_text_answers")
+    assert grouped in answers and answers.count("## ex01_layernorm") == 1  # both editions' answers, one question
+
+
+def test_a_named_mistake_and_a_forbidden_call_speak_the_grading_language(edition):
+    from course_utils.checks import ex01
+
+    lang, run = edition
+    mistake = next(h for h, wrong in ex01.LAYER_NORM_CHECK.mistakes.items() if wrong.__name__ == "_ln_eps_outside")
+    with i18n.using(lang):
+        named = _("Hint: {hint}").format(hint=_(mistake))
+        forbidden_hint = _("Hint: {hint}").format(hint=_(ex01.FORBIDDEN.hint))
+        uses = _("❌ {name}: uses {call}, which this task asks you to write yourself").split("{call}")[0]
+        translated = _(mistake) != mistake
+    assert named in feedback_of(run, "eps_outside")
+    text = feedback_of(run, "forbidden_call")
+    assert uses.format(name="layer_norm") + "torch.nn.functional.layer_norm" in text and forbidden_hint in text
+    assert translated == (lang == "ja") and ("ヒント：" in text) == (lang == "ja")
+
+
+def test_a_wrong_choice_says_so_and_gives_its_hint_once(edition):
+    """A choice has no cases and no reference implementation: its feedback says the answer is not the right one,
+    and the question's hint for that answer appears once (not as a case's note and again as the hint)."""
+    from course_utils.checks import ex01
+
+    lang, run = edition
+    text = feedback_of(run, "wrong_choice")
+    with i18n.using(lang):
+        verdict = _("❌ {name}: {message}").format(
+            name="ex01.variance", message=_("the chosen answer is not the right one")
+        )
+        hint = _(ex01.VARIANCE_QUESTION.wrong_hints["a"])
+    assert f"| ex01.variance | 0 / 1 | {verdict} |" in text
+    assert f"```text\n{verdict}\n   " in text and text.count(hint) == 1, text
+    section = text.split("### ex01.variance", 1)[1]
+    assert ("reference" if lang == "en" else "参照実装") not in section, section
+    if lang == "ja":
+        assert "選んだ答えは正解ではありません" in section and "1個中1個" not in text
+
+
+@pytest.mark.parametrize("argv", [["--lang", "ja", "--help"], ["--help", "--lang=ja"], ["-h", "subs", "--lang", "ja"]])
+def test_help_speaks_the_language_of_lang(argv, capsys):
+    from course_utils.grading import cli
+
+    with pytest.raises(SystemExit) as stop:
+        cli.main(argv)
+    assert stop.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("使い方：python -m course_utils.grade "), out
+    assert "講師向けの一括採点ツール" in out and "位置引数：" in out and "オプション：" in out
+    assert "このヘルプを表示して終了します" in out and "同時に採点するノートブックの数" in out
+    english = ("usage:", "positional arguments", "options:", "show this help", "notebook files", "the gradebook CSV")
+    assert [e for e in english if e in out] == []
+    assert not re.search(r"\b(default|seconds|language|folder|notebooks?)\b", out), out  # every option's help
+    assert i18n.language() == "en"
+
+
+def test_help_and_usage_errors_in_both_languages(capsys):
+    from course_utils.grading import cli
+
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    out = capsys.readouterr().out
+    assert out.startswith("usage: python -m course_utils.grade ") and "show this help message and exit" in out
+    assert not JAPANESE.search(out)
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["--lang", "ja"])  # no submissions
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("使い方：") and "python -m course_utils.grade：エラー：" in err
+    proc = subprocess.run(
+        [sys.executable, "-m", "course_utils.grade", "--lang", "ja", "--help"], capture_output=True, text=True, cwd=ROOT
+    )
+    assert proc.returncode == 0 and proc.stdout.startswith("使い方：") and "オプション：" in proc.stdout, proc.stderr
+
+
+def test_every_status_has_its_words_in_each_language():
+    """The summary and the feedback say each status (a row's, or an item's without a verdict) in words of the
+    grading language; the English words are the codes themselves."""
+    from course_utils.grading import cli, run
+
+    item = run.ItemResult("ex01.layer_norm", points=3.0, status="not-graded")
+    statuses = (*run.STATUSES, run.GRADER_ERROR)
+    rows = [
+        run.Result(f"subs/l{i}/ex01.ipynb", f"l{i}", exercise="ex01_layernorm", status=s, reason="…", items=[item])
+        for i, s in enumerate(statuses)
+    ]
+    for code in (*statuses, "passed", "failed", "error", "not-implemented", "not-graded"):
+        assert cli.status_word(code) == code
+        with i18n.using("ja"):
+            assert JAPANESE.search(cli.status_word(code)) and not re.search("[A-Za-z]", cli.status_word(code)), code
+    with i18n.using("ja"):
+        shown = cli.summary(rows, 1.0, 0) + "".join(cli.feedback_markdown(r.learner, [r]) for r in rows)
+    assert not STATUS_CODES.search(shown) and "not-graded" not in shown, shown
+    counts = "採点済み1件、採点ツールのエラー1件、無効なノートブック1件、カーネル停止1件、時間切れ1件、演習違い1件"
+    assert f"提出物{len(rows)}件：{counts}" in shown
+    lines = cli.summary(rows, 1.0, 0).splitlines()
+    with i18n.using("ja"):
+        table = cli.summary(rows, 1.0, 0).splitlines()
+    # the columns line up in a terminal, where a Japanese character takes two columns
+    assert len({cli._width(line.split("  …")[0]) for line in table[2 : 2 + len(rows)]}) == 1, table
+    assert len({len(line.split("  …")[0]) for line in lines[2 : 2 + len(rows)]}) == 1, lines
 
 
 # ------------------------------------------------------------------------------------------------------

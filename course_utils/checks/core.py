@@ -260,6 +260,10 @@ class CheckReport:
             return _(
                 "✅ {name}: all {n} cases match the reference (max abs error {error}, tolerance {tol:.0e})"
             ).format(name=name, n=len(self.cases), error=error, tol=tol)
+        if len(self.cases) == 1 and self.message:  # right or wrong as a whole (a question's answer): no cases
+            return (
+                _("❌ {name}: {message}").format(name=name, message=shown(self.message)) + "\n" + _hint_line(self.hint)
+            )
         failed = [c for c in self.cases if not c.passed]
         lines = [
             _("❌ {name}: {failed} of {total} cases differ from the reference").format(

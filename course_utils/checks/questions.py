@@ -6,6 +6,11 @@ grader can call it in the learner's kernel), or with the letter itself, and the 
     ✅ ex01.variance: correct. The unbiased variance is n/(n-1) times the biased one, ...
     ❌ ex01.variance: not quite. They differ by the factor n/(n-1): compute both for [4, 6, 2, 8] ...
 
+The report's own text (what the grader's feedback shows) says the same in its words:
+
+    ❌ ex01.variance: the chosen answer is not the right one
+       Hint: They differ by the factor n/(n-1): compute both for [4, 6, 2, 8] ...
+
 The chapters' end-of-chapter questions (course_utils.quiz) are MultipleChoice objects too.
 
 A question's texts are English, marked with `N_` where an exercise defines them; `prompt_text()`,
@@ -75,7 +80,8 @@ class MultipleChoice:
             "passed" if ok else "failed",
             [case],
             hint=why,
-            message=Message(N_("correct: {why}"), why=why) if ok else "",
+            # a choice is right or wrong as a whole: the report says so (no cases, no reference), then `why` once
+            message=Message(N_("correct: {why}"), why=why) if ok else N_("the chosen answer is not the right one"),
         )
 
     def evaluate(self, answer) -> CheckReport:

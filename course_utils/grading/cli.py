@@ -22,9 +22,11 @@ summary on the terminal. The state file next to the CSV (grades.state.jsonl) mak
 unchanged, already graded submissions are skipped unless --force, and it keeps the run's seed, so a
 re-run gives identical grades.
 
-Language: --lang ja writes the feedback files, the verdicts and reasons in the CSV and the summary in Japanese
-(course_utils/i18n.py; the default is English), and starts the notebooks' kernels with COURSE_LANG=ja. The
-notebooks themselves may be from either edition: the grader calls the same functions.
+Language: --lang ja writes the feedback files, the verdicts and reasons in the CSV, the summary (status words
+included) and --help in Japanese (course_utils/i18n.py; the default is English), and starts the notebooks' kernels
+with COURSE_LANG=ja. The CSV's status column keeps its code (graded, timeout, ...) in every language. The notebooks
+themselves may be from either edition: the grader calls the same functions, and reads each one's free-text answers
+against its own edition's notebook (EDITIONS).
 
 Exit status: 0 when every submission got a row (whatever its status); 3 when the grader itself failed on
 at least one (status grader-error: no grade, not kept in the state file, the tracebacks in
@@ -54,6 +56,7 @@ import sys
 import tempfile
 import time
 import traceback
+import unicodedata
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import get_context
@@ -78,6 +81,9 @@ __all__ = ["main", "discover", "Submission"]
 
 ROOT = Path(__file__).resolve().parents[2]  # the course's repository
 SOLUTIONS = ROOT / "solutions"
+# the answer keys of every edition of the course (ja/solutions: the Japanese one): a submission's free-text answers are
+# read against its own edition's notebook (course_utils.grading.run.free_text_answers)
+EDITIONS = (SOLUTIONS, *(ROOT / lang / "solutions" for lang in i18n.LANGUAGES if lang != "en"))
 EXIT_GRADER_ERROR = 3  # the grader failed on a submission (see report_grader_errors)
 REPORT_TO = "the issue tracker of the course's repository (the one this copy of the course came from)"
 
@@ -123,7 +129,7 @@ def discover(arguments: list[str], skip: tuple = ()) -> list[Submission]:
             learner = base.parent.name if re.match(r"ex\d\d", base.stem, re.I) and base.parent.name else base.stem
             found.append(Submission(base, learner or base.stem, str(base), copy_folder=False))
         else:
-            print(f"warning: {argument} does not exist", file=sys.stderr)
+            print(_("warning: {path} does not exist").format(path=argument), file=sys.stderr)
     unique = []
     for sub in found:
         key = sub.path.resolve() if sub.path else sub.display
@@ -226,6 +232,42 @@ def _points(value: float) -> str:
     return f"{value:g}"
 
 
+# What people read for a status (the feedback, the summary): the CSV's `status` column keeps the code itself, the
+# same in every language (docs/grading.md), for spreadsheets and scripts that filter on it.
+STATUS_WORDS = {
+    "graded": N_("graded"),
+    "timeout": N_("timeout"),
+    "kernel-died": N_("kernel-died"),
+    "invalid-notebook": N_("invalid-notebook"),
+    "wrong-exercise": N_("wrong-exercise"),
+    GRADER_ERROR: N_("grader-error"),
+    # an item's, shown when its verdict has no text
+    "passed": N_("passed"),
+    "failed": N_("failed"),
+    "error": N_("error"),
+    "not-implemented": N_("not-implemented"),
+    "not-graded": N_("not-graded"),
+}
+
+
+def status_word(status: str) -> str:
+    """A row's or an item's status in words, in the current language (an unknown code is shown as it is)."""
+    return _(STATUS_WORDS[status]) if status in STATUS_WORDS else status
+
+
+def _width(text: str) -> int:
+    """Columns `text` takes in a terminal: a wide (CJK) character takes two."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def _fit(text: str, width: int, right: bool = False) -> str:
+    """`text` cut and padded to `width` terminal columns (for the summary's table, whose words may be Japanese)."""
+    while _width(text) > width:
+        text = text[:-1]
+    pad = " " * (width - _width(text))
+    return pad + text if right else text + pad
+
+
 def _cell(text: str) -> str:
     """A CSV text cell that a spreadsheet will not run as a formula (learner ids and ids come from submissions)."""
     return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
@@ -300,13 +342,13 @@ def feedback_markdown(learner: str, results: list[Result]) -> str:
             _("## {title}: {total} / {max} points").format(title=title, total=_points(r.total), max=_points(r.max)),
             "",
             submission,
-            _("- Status: **{status}**: {reason}").format(status=r.status, reason=r.reason),
+            _("- Status: **{status}**: {reason}").format(status=status_word(r.status), reason=r.reason),
             "",
         ]
         if r.items:
             lines += [_("| check | points | verdict |"), "|---|---|---|"]
             for item in r.items:
-                verdict = item.text.splitlines()[0] if item.text else item.status
+                verdict = item.text.splitlines()[0] if item.text else status_word(item.status)
                 lines.append(
                     f"| {item.column} | {_points(item.earned)} / {_points(item.points)} | {verdict.replace('|', '/')} |"
                 )
@@ -356,27 +398,38 @@ def write_feedback(results: list[Result], folder: Path) -> list[Result]:
         for answer in r.free_text:
             questions.setdefault((r.exercise, answer["prompt"]), []).append((r.learner, answer["answer"]))
     for (exercise, prompt), answers in sorted(questions.items()):
-        lines += [f"## {exercise}: {prompt}", ""]
+        lines += [_("## {exercise}: {prompt}").format(exercise=exercise, prompt=prompt), ""]
         for learner, text in answers:
             lines += [f"**{learner}**", ""] + [f"> {line}" for line in text.splitlines()] + [""]
     (folder / "_free_text_answers.md").write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
     return failed
 
 
+def _listing(parts) -> str:
+    """Words joined into a list, with the current language's separator ("a, b" in English)."""
+    text = ""
+    for part in parts:
+        text = _("{words}, {word}").format(words=text, word=part) if text else part
+    return text
+
+
 def summary(results: list[Result], seconds: float, skipped: int) -> str:
+    """The table printed at the end of a run, one line per submission, and a count per status."""
     head = {"learner": _("learner"), "exercise": _("exercise"), "points": _("points"), "status": _("status")}
-    width = min(max([7, len(head["learner"])] + [len(r.learner) for r in results]), 24)
-    ex_width = min(max([8, len(head["exercise"])] + [len(r.exercise) for r in results]), 20)
+    words = {r.status: status_word(r.status) for r in results}
+    width = min(max([7, _width(head["learner"])] + [_width(r.learner) for r in results]), 24)
+    ex_width = min(max([8, _width(head["exercise"])] + [_width(r.exercise) for r in results]), 20)
+    st_width = max([16, _width(head["status"])] + [_width(w) for w in words.values()])
     lines = [
-        f"{head['learner']:<{width}}  {head['exercise']:<{ex_width}}  {head['points']:>9}  {head['status']:<16}  "
-        + _("reason"),
-        f"{'-' * width}  {'-' * ex_width}  {'-' * 9}  {'-' * 16}  {'-' * 30}",
+        f"{_fit(head['learner'], width)}  {_fit(head['exercise'], ex_width)}  {_fit(head['points'], 9, right=True)}  "
+        f"{_fit(head['status'], st_width)}  " + _("reason"),
+        f"{'-' * width}  {'-' * ex_width}  {'-' * 9}  {'-' * st_width}  {'-' * 30}",
     ]
     for r in results:
         points = f"{'-' if r.status == GRADER_ERROR else _points(r.total)}/{_points(r.max)}"
         lines.append(
-            f"{r.learner[:width]:<{width}}  {r.exercise[:ex_width]:<{ex_width}}  {points:>9}  "
-            f"{r.status:<16}  {r.reason[:70]}"
+            f"{_fit(r.learner, width)}  {_fit(r.exercise, ex_width)}  {_fit(points, 9, right=True)}  "
+            f"{_fit(words[r.status], st_width)}  {r.reason[:70]}"
         )
     counts = {}
     for r in results:
@@ -385,7 +438,7 @@ def summary(results: list[Result], seconds: float, skipped: int) -> str:
     lines.append(
         _("{n} submissions: {counts} ({skipped} unchanged, reused from the state file) in {seconds:.0f} s").format(
             n=len(results),
-            counts=", ".join(f"{n} {s}" for s, n in sorted(counts.items())),
+            counts=_listing(_("{count} {status}").format(count=n, status=words[s]) for s, n in sorted(counts.items())),
             skipped=skipped,
             seconds=seconds,
         )
@@ -396,53 +449,116 @@ def summary(results: list[Result], seconds: float, skipped: int) -> str:
 # ------------------------------------------------------------------------------------------------------
 # the command
 # ------------------------------------------------------------------------------------------------------
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """argparse's help, with its own words ("usage:") in the current language, and lines of Japanese (no spaces
+    between words, two columns a character) wrapped at the terminal's width."""
+
+    def add_usage(self, usage, actions, groups, prefix=None):
+        return super().add_usage(usage, actions, groups, _("usage: ") if prefix is None else prefix)
+
+    def _split_lines(self, text, width):
+        if all(_width(c) == 1 for c in text):
+            return super()._split_lines(text, width)
+        # an ASCII word, a space, or one other character (a closing mark stays with what it closes)
+        tokens = re.findall(r"[!-~]+[、。）」：]?| |[^ !-~][、。）」：]?", " ".join(text.split()))
+        lines, line = [], ""
+        for token in tokens:
+            if line and _width(line + token) > width:
+                lines.append(line.rstrip())
+                line = token.lstrip()
+            else:
+                line += token
+        return lines + [line.rstrip()] if line.strip() else lines
+
+
+class _ArgumentParser(argparse.ArgumentParser):
+    """Speaks the current language where argparse lets it: the usage's prefix, the sections' titles, an error's
+    frame (argparse's own words inside an error stay English)."""
+
+    def format_help(self):
+        text = super().format_help()
+        for group in self._action_groups:
+            if group.title:
+                text = text.replace(f"\n{group.title}:\n", "\n" + _("{title}:").format(title=group.title) + "\n")
+        return text
+
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        self.exit(2, _("{prog}: error: {message}").format(prog=self.prog, message=message) + "\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    """The command line, its help in the current language (main() sets it from --lang before parsing)."""
+    p = _ArgumentParser(
         prog="python -m course_utils.grade",
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=_("The instructors' batch grader: submitted exercise notebooks in, a gradebook and feedback out."),
+        formatter_class=_HelpFormatter,
+        add_help=False,
     )
-    p.add_argument("submissions", nargs="+", help="notebook files or folders of them")
-    p.add_argument("--out", default="grades.csv", help="the gradebook CSV (default: grades.csv)")
-    p.add_argument("--feedback", default=None, help="folder for the feedback files (default: feedback/ next to --out)")
-    p.add_argument("--jobs", type=int, default=min(4, os.cpu_count() or 1), help="notebooks graded at once")
-    p.add_argument("--timeout", type=int, default=300, help="seconds for a whole notebook (default 300)")
-    p.add_argument(
-        "--cell-timeout", type=int, default=60, help="seconds for one cell or one graded function call (default 60)"
+    positional = p.add_argument_group(_("positional arguments"))
+    options = p.add_argument_group(_("options"))
+    positional.add_argument("submissions", nargs="+", help=_("notebook files or folders of them"))
+    options.add_argument("-h", "--help", action="help", help=_("show this help message and exit"))
+    options.add_argument("--out", default="grades.csv", help=_("the gradebook CSV (default: grades.csv)"))
+    options.add_argument(
+        "--feedback", default=None, help=_("folder for the feedback files (default: feedback/ next to --out)")
     )
-    p.add_argument(
+    options.add_argument("--jobs", type=int, default=min(4, os.cpu_count() or 1), help=_("notebooks graded at once"))
+    options.add_argument("--timeout", type=int, default=300, help=_("seconds for a whole notebook (default 300)"))
+    options.add_argument(
+        "--cell-timeout", type=int, default=60, help=_("seconds for one cell or one graded function call (default 60)")
+    )
+    options.add_argument(
         "--seed",
         type=int,
         default=None,
-        help="seed of the grader's inputs (default: the state file's, else a new random one)",
+        help=_("seed of the grader's inputs (default: the state file's, else a new random one)"),
     )
-    p.add_argument("--exercise", default=None, help="grade only this exercise id; others get wrong-exercise")
-    p.add_argument("--force", action="store_true", help="grade again even unchanged, already graded submissions")
-    p.add_argument(
+    options.add_argument("--exercise", default=None, help=_("grade only this exercise id; others get wrong-exercise"))
+    options.add_argument(
+        "--force", action="store_true", help=_("grade again even unchanged, already graded submissions")
+    )
+    options.add_argument(
         "--no-sandbox",
         action="store_true",
-        help="run the kernels without bubblewrap's sandbox, as yourself: only for submissions you trust, where "
-        "bubblewrap cannot run (macOS); docs/grading.md says what is then at risk",
+        help=_(
+            "run the kernels without bubblewrap's sandbox, as yourself: only for submissions you trust, where "
+            "bubblewrap cannot run (macOS); docs/grading.md says what is then at risk"
+        ),
     )
-    p.add_argument(
+    options.add_argument(
         "--lang",
         choices=i18n.LANGUAGES,
         default="en",
-        help="language of the feedback files, the verdicts and reasons and the summary; the kernels get "
-        "COURSE_LANG set to it (default en)",
+        help=_(
+            "language of the feedback files, the verdicts and reasons, the summary and this help; the kernels get "
+            "COURSE_LANG set to it (default en)"
+        ),
     )
     return p
 
 
+def _language_asked(argv) -> str:
+    """The --lang of a command line, read before the rest so that --help and usage errors speak it too."""
+    first = argparse.ArgumentParser(add_help=False, exit_on_error=False)
+    first.add_argument("--lang", default="en")
+    try:
+        lang = first.parse_known_args(argv)[0].lang
+    except argparse.ArgumentError:  # `--lang` with no value: the real parser says so
+        return "en"
+    return lang if lang in i18n.LANGUAGES else "en"
+
+
 def main(argv=None) -> int:
-    args = _parser().parse_args(argv)
+    with i18n.using(_language_asked(sys.argv[1:] if argv is None else argv)):
+        args = _parser().parse_args(argv)
     with i18n.using(args.lang):
         return _main(args, argv)
 
 
 def _main(args, argv) -> int:
     if args.seed == 0:
-        print("error: seed 0 is the one learners see in their notebooks; choose another", file=sys.stderr)
+        print(_("error: seed 0 is the one learners see in their notebooks; choose another"), file=sys.stderr)
         return 2
     out = Path(args.out)
     feedback = Path(args.feedback) if args.feedback else out.parent / "feedback"
@@ -460,7 +576,7 @@ def _main(args, argv) -> int:
     state = State(out.with_name(out.stem + ".state.jsonl"))
     submissions = discover(args.submissions, skip=(out,))
     if not submissions:
-        print("error: no notebooks found in " + " ".join(args.submissions), file=sys.stderr)
+        print(_("error: no notebooks found in {paths}").format(paths=" ".join(args.submissions)), file=sys.stderr)
         return 2
     seed = (
         args.seed
@@ -509,7 +625,7 @@ def _main(args, argv) -> int:
                     timeout=args.timeout,
                     cell_timeout=args.cell_timeout,
                     known_exercises=tuple(known_exercises()),
-                    solutions=str(SOLUTIONS),
+                    solutions=tuple(str(folder) for folder in EDITIONS),
                     lang=args.lang,
                     sandbox=not args.no_sandbox,
                     hidden=tuple(hidden),
@@ -654,14 +770,14 @@ def _grade_all(todo: list, jobs: int, state: State, results: dict) -> int:
     from tqdm import tqdm
 
     pending = {t.display for t in todo}
-    bar = tqdm(total=len(todo), desc="grading", unit="notebook", file=sys.stderr, dynamic_ncols=True)
+    bar = tqdm(total=len(todo), desc=_("grading"), unit=_("notebook"), file=sys.stderr, dynamic_ncols=True)
 
     def done(result: Result) -> None:
         results[result.path] = result
         pending.discard(result.path)
         if result.status in STATUSES:
             state.record(result)
-        bar.set_postfix_str(f"{result.learner[:16]}: {result.status}", refresh=False)
+        bar.set_postfix_str(f"{result.learner[:16]}: {status_word(result.status)}", refresh=False)
         bar.update(1)
 
     started = Path(tempfile.mkdtemp(prefix="course-grade-running-"))

@@ -50,8 +50,9 @@ from .judge import judge
 from .kernel import encode, kernel_source
 from .sandbox import Sandbox, kernel_manager
 
-GRADER_VERSION = 4  # 2: forbidden calls (course_utils.checks.forbidden) earn no points; 3: more of them, traced;
-# 4: ops outside a task's allowlist are marked for review (course_utils.checks.allowed)
+GRADER_VERSION = 5  # 2: forbidden calls (course_utils.checks.forbidden) earn no points; 3: more of them, traced;
+# 4: ops outside a task's allowlist are marked for review (course_utils.checks.allowed); 5: a wrong choice's verdict in
+# its own words, free-text answers read against the submission's edition (the state keeps both: the same points)
 MAX_NOTEBOOK_BYTES = 50 * 1024 * 1024
 MAX_CODE_CELLS = 2000  # a 10,000-cell notebook is refused rather than run for minutes
 MAX_FOLDER_COPY_BYTES = 200 * 1024 * 1024
@@ -208,23 +209,36 @@ def load_registry(exercise: str):
 # ------------------------------------------------------------------------------------------------------
 # free-text answers: Markdown cells that the generator turned into "YOUR ANSWER HERE"
 # ------------------------------------------------------------------------------------------------------
-def free_text_answers(nb, exercise: str, solutions: Path) -> list[dict]:
-    """[{"prompt": the question's heading, "answer": what the learner wrote}] for each free-text answer."""
-    from ..exercises import make_exercise
+def free_text_answers(nb, exercise: str, solutions) -> list[dict]:
+    """[{"prompt": the question's heading, "answer": what the learner wrote}] for each free-text answer.
 
-    solution = solutions / f"{exercise}.ipynb"
-    if not solution.exists():
+    `solutions` are the answer keys' folders, one per edition of the course (solutions/ and ja/solutions/; a folder's
+    language is its edition's: i18n.folder_language), or one folder. The learner's answer is what they wrote in place
+    of the "YOUR ANSWER HERE" of the notebook they were handed, so it is read against the exercise generated from the
+    key of the submission's own edition: the one whose cells the notebook holds most of. The heading is the
+    question's in the feedback's language (the grading language's edition), else in the submission's."""
+    templates = _answer_templates(exercise, solutions)
+    if not templates:
         return []
-    template = make_exercise(solution).cells
+    learner = list(nb.cells)
+    sources = [c.source.strip() for c in learner]
+    here = i18n.language()
+
+    def holds(lang: str) -> tuple:  # how many of the notebook's cells come from this edition; ties: the grading one
+        known = {c.source.strip() for c in templates[lang]}
+        return (sum(1 for s in sources if s and s in known), lang == here)
+
+    edition = max(templates, key=holds)
+    template = templates[edition]
     known = {c.source.strip() for c in template}
-    learner = [c for c in nb.cells]
+    questions = _free_text_cells(template)
+    titles = _free_text_titles(templates.get(here, template))
+    if len(titles) != len(questions):  # the editions disagree: the submission's own headings
+        titles = _free_text_titles(template)
     answers = []
-    for index, cell in enumerate(template):
-        if cell.cell_type != "markdown" or "YOUR ANSWER HERE" not in cell.source:
-            continue
+    for title, (index, cell) in zip(titles, questions):
         prompt = template[index - 1].source.strip() if index else ""
-        title = next((line.lstrip("# ").strip() for line in prompt.splitlines() if line.strip()), _("free-text answer"))
-        at = next((i for i, c in enumerate(learner) if c.source.strip() == prompt), None)
+        at = next((i for i, s in enumerate(sources) if s == prompt), None)
         written = []
         if at is not None:
             for c in learner[at + 1 :]:
@@ -239,6 +253,39 @@ def free_text_answers(nb, exercise: str, solutions: Path) -> list[dict]:
             text += "\n\n".join(added)
         answers.append({"prompt": title, "answer": text[:5000] or _("(no answer)")})
     return answers
+
+
+def _answer_templates(exercise: str, solutions) -> dict:
+    """{language: the cells of the exercise notebook generated from that edition's answer key}."""
+    from ..exercises import make_exercise
+
+    folders = [solutions] if isinstance(solutions, (str, os.PathLike)) else list(solutions or ())
+    templates = {}
+    for folder in [str(f) for f in folders if str(f)]:
+        solution = Path(folder) / f"{exercise}.ipynb"
+        if solution.exists():
+            templates.setdefault(i18n.folder_language(folder), make_exercise(solution).cells)
+    return templates
+
+
+def _free_text_cells(template) -> list:
+    """(index, cell) of each "YOUR ANSWER HERE" Markdown cell of an exercise notebook."""
+    return [
+        (index, cell)
+        for index, cell in enumerate(template)
+        if cell.cell_type == "markdown" and "YOUR ANSWER HERE" in cell.source
+    ]
+
+
+def _free_text_titles(template) -> list:
+    """The heading of each free-text question of an exercise notebook (the first line of the cell before it)."""
+    return [
+        _heading(template[index - 1].source.strip() if index else "") for index, _cell in _free_text_cells(template)
+    ]
+
+
+def _heading(prompt: str) -> str:
+    return next((line.lstrip("# ").strip() for line in prompt.splitlines() if line.strip()), _("free-text answer"))
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -665,7 +712,8 @@ class Task:
     sha256        the file's hash (the resume state's key, with `config`);  seed  the grader's inputs' seed
     exercise      the exercise to grade it as (None: identified from the notebook, among `known_exercises`)
     timeout       s for the whole notebook;  cell_timeout  s for one cell, and for one graded call
-    solutions     the answer key's folder (the free-text answers' template)
+    solutions     the answer keys' folders, one per edition (solutions/, ja/solutions/), or one folder: the free-text
+                  answers' templates (free_text_answers)
     copy_folder   run it in a copy of its whole folder (the learner's own), not of the notebook alone
     sandbox       run the kernel in a bubblewrap sandbox (course_utils.grading.sandbox), hiding `hidden`
     """
@@ -680,7 +728,7 @@ class Task:
     timeout: float = 300
     cell_timeout: float = 60
     known_exercises: tuple = ()
-    solutions: str = ""
+    solutions: tuple | str = ()
     lang: str | None = None
     copy_folder: bool = False
     sandbox: bool = True
@@ -829,7 +877,7 @@ def _grade_into(result: Result, path: Path, task: Task) -> None:
     result.items = [
         ItemResult(column_name(exercise, g.check), g.check, g.function, float(g.points)) for _, g, _ in items
     ]
-    result.free_text = free_text_answers(nb, exercise, Path(task.solutions))
+    result.free_text = free_text_answers(nb, exercise, task.solutions)
     if _has_solution_markers(nb):  # the generator strips them: the learner started from the answer key
         result.review_notes = ["solution-markers"]
     with _GraderStep(N_("scanning the notebook for forbidden calls")):
