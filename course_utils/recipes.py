@@ -214,7 +214,7 @@ def _card_steps(cfg: GPTConfig, train: dict) -> list:
         steps.extend(("norm", norm) for item in layout.highway if item == NORM)
     if cfg.placement != "post":
         steps.append(("norm", norm + _(" (final)")))
-    head = "LM head" + ("" if cfg.logit_softcap is None else f"\nsoftcap {cfg.logit_softcap:g}")
+    head = _("LM head") + ("" if cfg.logit_softcap is None else f"\nsoftcap {cfg.logit_softcap:g}")
     if train.get("z_loss"):
         head += f"\nz-loss {train['z_loss']:g}"
     steps.append(("io", head))

@@ -219,3 +219,190 @@ def test_pages_are_cut_at_headings_and_join_back():
     sections = translate.page_sections(text)
     assert [k for k, _ in sections] == ["top", "title", "title-2", "title-3"]
     assert "".join(t for _, t in sections) == text
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# the style guide (i18n/ja/style.md) on every Japanese Markdown cell or section and every Japanese string literal
+# ------------------------------------------------------------------------------------------------------------------
+
+JA_CHAR = r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff々〆]"
+JA_BEFORE = r"[\u3001\u3002\u300c-\u300f\uff08\uff1a\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff々〆]"  # or 、。「」（：
+JA_NUMBER = r"(?:[-−+]?\d+(?:[.,]\d+)*(?:e[-+]?\d+)?|\{\})"  # a number, or a {placeholder} of a string literal
+STYLE_RULES = [  # (what style.md asks, the pattern of a relapse), on prose: code, formulas and links are left out
+    (
+        "no space between Japanese and a number: 統計量4個, 8個の演算子",
+        re.compile(rf"{JA_BEFORE}(?: +{JA_NUMBER} *| *{JA_NUMBER} +){JA_CHAR}"),
+    ),
+    ("no space before %: 56%", re.compile(r"(?:\d|\{\}) +%")),
+    ("seconds are 秒: 30秒, not 30 s", re.compile(r"(?:\d|\{\}) ?s(?![A-Za-z0-9_(])")),
+    (
+        "「、」「。」 in a Japanese sentence, not an ASCII comma or semicolon",
+        re.compile(rf"{JA_CHAR} *[,;]|[,;] *{JA_CHAR}"),
+    ),
+    ("→ in a Japanese sentence, not ->", re.compile(rf"{JA_CHAR} *->|-> *{JA_CHAR}")),
+    ("full-width （ ） around Japanese, not ( )", re.compile(rf"\([^()\n]*{JA_CHAR}[^()\n]*\)")),
+    ("months in digits: 2024年3月, not 2024年三月", re.compile(r"[0-9]年[一二三四五六七八九十]+月")),
+    ("half-width digits and 、。, never ０-９ ，．", re.compile(r"[０-９，．]")),
+]
+MARKDOWN_STYLE_RULES = [  # printed labels of code cells keep the program-output form 「平均: 0.5」
+    (
+        "「：」 in a Japanese sentence, not an ASCII colon",
+        re.compile(rf"{JA_CHAR} *:(?!//)|(?<![A-Za-z0-9/]):[ \t]*{JA_CHAR}"),
+    ),
+    ("「**(c)**：」 after a bold option label, not an ASCII colon", re.compile(r"\*\*\([a-z0-9]\)\*\*:")),
+]
+EMPHASIS = re.compile(r"(?<![*A-Za-z0-9_])\*(?!\s)[^*\n]+?(?<!\s)\*(?![*A-Za-z0-9_])")
+CALQUES = [  # word-for-word translations the style guide's 逐語訳ではなく rules out, with what to write instead
+    ("黙って", "エラーも出さずに / 気づかないうちに"),
+    ("で割った大きさ", "約半分に / 2分の1に"),
+    ("倍小さ", "N分の1に"),
+    ("どのビットも", "まったく"),
+    ("声の大きい", "突出した"),
+    ("気づかれずに", "見過ごされやすい"),
+    ("連鎖の全サイズ", "テンソル全体を扱う演算子"),
+]
+
+
+def _prose(markdown: str) -> str:
+    """The prose of a Markdown text: code blocks and spans, formulas, link targets, tags and URLs left out."""
+    text = translate.FENCE.sub(" ⟦⟧ ", markdown)
+    text = translate.CODE_SPAN.sub("⟦⟧", text)
+    text = translate.MATH.sub("⟦⟧", text)
+    text = re.sub(r"\]\(\s*<?[^)\s>]+>?[^)]*\)", "]", text)
+    return translate.TAG.sub(" ", translate.URL.sub(" ", text))
+
+
+def style_problems(japanese: str, kind: str, english: str | None = None) -> list[str]:
+    """What style.md's rules find in one Japanese text. kind: "markdown" (a cell or a page section), "literal" (the
+    text of a Japanese string literal of a code cell, as the built notebook has it) or "fragment" (one `strings:`
+    value, checked against its English fragment: plain text must not gain *asterisks* the English does not have)."""
+    found = []
+    if kind == "fragment":
+        if english is not None and "*" not in english:
+            found += [
+                f"literal asterisks in plain text (use 「」): {m.group(0)!r}" for m in EMPHASIS.finditer(japanese)
+            ]
+        return found
+    text = _prose(japanese) if kind == "markdown" else re.sub(r"\{[^{}\n]*\}", "{}", japanese)
+    for rule, pattern in STYLE_RULES + (MARKDOWN_STYLE_RULES if kind == "markdown" else []):
+        for m in pattern.finditer(text):
+            found.append(f"{rule}: {text[max(0, m.start() - 12) : m.end() + 12]!r}")
+    for calque, instead in CALQUES:
+        if calque in text:
+            found.append(f"calque 「{calque}」 (write {instead})")
+    return found
+
+
+def japanese_texts(source):
+    """(where, kind, Japanese, English) for every translated text of one document."""
+    entries = translate.load_entries(source)
+    for unit in translate.units(source):
+        entry = entries.get(unit.key)
+        if not isinstance(entry, dict):
+            continue
+        where = f"{translate.rel(source)} `{unit.key}`"
+        if unit.kind == "markdown" and isinstance(entry.get("ja"), str):
+            yield where, "markdown", entry["ja"], unit.english
+        elif unit.kind == "code" and isinstance(entry.get("strings"), dict):
+            code, _ = translate.apply_strings(unit.english, entry["strings"])
+            for literal in translate.code_literals(code):
+                if re.search(JA_CHAR, literal):
+                    yield where, "literal", literal, None
+            for en, ja in entry["strings"].items():
+                if isinstance(ja, str):
+                    yield where, "fragment", ja, en
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: translate.rel(p))
+def test_japanese_follows_the_style_guide(source):
+    problems = [f"{where}: {p}" for where, kind, ja, en in japanese_texts(source) for p in style_problems(ja, kind, en)]
+    assert not problems, f"{len(problems)} relapse(s) of i18n/ja/style.md:\n" + "\n".join(problems[:25])
+
+
+@pytest.mark.parametrize(
+    "japanese, kind, rule",
+    [
+        ("統計量 4 個を計算します。", "markdown", "no space between Japanese and a number"),
+        ("f\"{len(ops)}個の演算子、{ops.count('mean')} 回のリダクション\"", "literal", "no space between Japanese"),
+        ("誤差はわずか0.07 %です。", "markdown", "no space before %"),
+        ("約30 sかかります。", "markdown", "seconds are 秒"),
+        ("平均, 分散を求めます。", "markdown", "ASCII comma"),
+        ("系列を変える -> 系列0が動く", "literal", "not ->"),
+        ("特徴量ごとの (平均, 標本分散) を返します。", "literal", "full-width （ ）"),
+        ("公開コード（2024年三月）は", "markdown", "months in digits"),
+        ("- **(c)**: 3/4 倍に小さくなる", "markdown", "after a bold option label"),
+        ("注意: これは誤りです。", "markdown", "ASCII colon"),
+        ("トークンは黙って消えます。", "markdown", "calque 「黙って」"),
+        ("約2で割った大きさになる", "literal", "calque 「で割った大きさ」"),
+    ],
+)
+def test_each_style_rule_catches_its_relapse(japanese, kind, rule):
+    assert any(rule in p for p in style_problems(japanese, kind)), style_problems(japanese, kind)
+
+
+def test_style_rules_leave_code_formulas_labels_and_good_japanese_alone():
+    good = (
+        "LayerNormは768個の数を `x.mean(dim=-1, keepdim=True)` で平均し、$x = [4, 6, 2, 8]$ では平均5です。"
+        "誤差は0.07%、実行は約30秒です（2024年3月）。**(c)**：3/4倍。lr 0.3 で log 16 を下回ります。\n"
+        "```bash\nmake lab     # 統計量 4 個, -> (平均)\n```\n[次へ](02_next.ipynb)"
+    )
+    assert style_problems(good, "markdown") == []
+    assert style_problems('f"{name:17s} 結果の平均: {m:.3f}（{n}個）"', "literal") == []  # label colon, format spec
+    assert style_problems("*不偏*分散", "fragment", "*unbiased* variance") == []  # the English emphasizes too
+    assert style_problems("*不偏*分散", "fragment", "unbiased variance") != []  # plain text gained asterisks
+
+
+def test_first_mentions_name_the_japanese_term():
+    """The glossary's rule: the first mention is レイヤー正規化（LayerNorm）, バッチ正規化（BatchNorm）."""
+    firsts = {
+        ("chapters/00_welcome.ipynb", "ch00-00"): ["レイヤー正規化（LayerNorm）", "バッチ正規化（BatchNorm）"],
+        ("chapters/01_layernorm_by_hand.ipynb", "ch01-00"): ["レイヤー正規化（LayerNorm）"],
+        ("chapters/03_batchnorm_vs_layernorm.ipynb", "ch03-00"): [
+            "バッチ正規化（BatchNorm）",
+            "レイヤー正規化（LayerNorm）",
+        ],
+    }
+    for (doc, key), forms in firsts.items():
+        ja = translate.load_entries(ROOT / doc)[key]["ja"]
+        for form in forms:
+            assert form in ja, f"{doc} `{key}` should introduce {form}"
+
+
+# the one-term-per-concept pairs of issue 26: the preferred form, and a relapse the glossary must catch
+ONE_TERM_PAIRS = [
+    ("乗り切る", "QK-Normはすべての学習率で生き残る"),
+    ("学習率感度", "QK-NormのLR感度は低い"),
+    ("対数目盛", "対数軸で示した図"),
+    ("一様な推測", "一様に当て推量した損失"),
+    ("ずるをしない", "公正なモデルの下限"),
+    ("LMヘッド", "埋め込みからLM headまで"),
+    ("推論時", "学習時と評価時の差"),
+    ("良好", "それ以外はokです"),
+]
+
+
+@pytest.mark.parametrize("preferred, relapse", ONE_TERM_PAIRS)
+def test_one_term_per_concept_is_enforced(course, rules, preferred, relapse):
+    """Each pair is in the glossary, and the check that runs over every translation file catches the other form,
+    in a Markdown cell and in a code-cell string alike."""
+    assert translate.forbidden_terms(preferred, rules) == [] and translate.forbidden_terms(relapse, rules) != []
+    root, path, entries = course
+    entries["c-md"]["ja"] += relapse
+    entries["c-code"]["strings"] = {"mean of the result: ": relapse + ": "}
+    path.write_text(yaml.safe_dump(entries, allow_unicode=True), encoding="utf-8")
+    problems = translate.review(root / "chapters" / "01_x.ipynb", root, rules=rules).problems
+    assert [p.split("`")[1] for p in problems if "forbidden term" in p] == ["c-md", "c-code"], problems
+
+
+def test_drawings_and_commented_code_blocks_may_be_translated():
+    english = "```\nx ──► RMSNorm per head (× gain)   (= 4 for d_h = 16)\n```\n"
+    english += "```bash\nmake lab     # opens JupyterLab\n```"
+    good = "```\nx ──► ヘッドごとのRMSNorm（× ゲイン）   （d_h = 16 なら4）\n```\n"
+    good += "```bash\nmake lab     # JupyterLabを開く\n```"
+    assert translate.differences(english, good) == []
+    assert translate.differences(english, good.replace("なら4", "なら5")) != []  # a number of a drawing
+    assert translate.differences(english, good.replace("d_h = 16", "dh = 16")) != []  # a name in a drawing
+    assert translate.differences(english, good.replace("make lab ", "make labs")) != []  # the command itself
+    # Japanese numerals for English words: "falls by 2" is 2分の1, "March 2024" is 2024年3月
+    assert translate.differences("it falls by about 2 (March 2024)", "約2分の1になる（2024年3月）") == []
+    assert translate.differences("it falls by about 2", "約3分の1になる") != []

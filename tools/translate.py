@@ -34,6 +34,9 @@ README.md -> i18n/ja/README.yaml). Each key names one unit of the English docume
 translation (missing), when a key names no unit (orphan), and when a translation's numbers, inline code, formulas,
 code blocks or link targets differ from the English unit's (`exempt: <reason>` on an entry lifts this last check for
 it, and the reason is listed by `stats`), or when it uses a form the glossary forbids (i18n/ja/glossary.yaml).
+A fenced block of shell or Python code must match the English except its `#` comments, which are translated; a
+fenced block without a language (a board drawing, a file tree) is translated like prose and keeps its numbers,
+inline code and names with an underscore or a slash.
 
 Generated (never edit them): ja/chapters, ja/solutions, ja/exercises (from ja/solutions, by the exercise
 generator), ja/instructor, ja/docs/grading.md and README.ja.md. Relative links are rewritten to the Japanese
@@ -235,7 +238,15 @@ def load_entries(source: Path, root: Path = ROOT) -> dict:
 # consistency: what a translation must copy exactly
 # ------------------------------------------------------------------------------------------------------------------
 
-FENCE = re.compile(r"^(```|~~~).*?^\1[ \t]*$", re.M | re.S)
+FENCE = re.compile(r"^[ \t]*(```|~~~)([^\n]*)\n(.*?)^[ \t]*\1[ \t]*$", re.M | re.S)
+# a fenced block's kind, from its info string: code whose comments may be translated, or a drawing
+COMMENTED_CODE = {"bash", "sh", "shell", "console", "python", "py"}
+DRAWING = {"", "text"}
+COMMENT = re.compile(r"(^|[ \t])#(?=[ \t]|$).*$", re.M)
+# what a drawing must keep: identifiers with an underscore (d_h, norm_f, plain_gpt.py) and paths (course_utils/)
+IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9.]*_[A-Za-z0-9_.]*|[A-Za-z0-9_.-]+/[A-Za-z0-9_./-]*")
+# Japanese spellings of what English writes with a word: "falls by 2" = 2分の1, "March 2024" = 2024年3月
+JAPANESE_NUMERALS = [(re.compile(r"分の1(?![0-9.])"), "分の"), (re.compile(r"(?<=[0-9]年)(?:1[0-2]|[1-9])月"), "月")]
 CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.S)
 MATH = re.compile(r"\$\$.+?\$\$|(?<![\\$])\$(?!\s)[^$\n]+?(?<!\s)\$", re.S)
 LINK_TARGET = re.compile(r"\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)|(?:href|src)=\"([^\"]+)\"")
@@ -247,12 +258,30 @@ NUMBER = re.compile(r"(?<![A-Za-z_])\d+(?:[.,]\d+)*(?:e[-+]?\d+)?")
 
 def invariants(text: str) -> dict[str, Counter]:
     """What a translation of `text` must keep exactly, each as a multiset: code blocks and spans, formulas, link
-    targets, {placeholders} and numbers (counted in the prose only, outside code, formulas, links and HTML tags)."""
+    targets, {placeholders} and numbers (counted in the prose only, outside code, formulas, links and HTML tags).
+
+    A fenced block of shell or Python code is kept exactly except its `#` comments, which may be translated. A fenced
+    block without a language (or `text`) is a drawing (a board diagram, a file tree): its words may be translated,
+    its numbers, inline code, identifiers (names with an underscore, paths) and number of lines must stay. The
+    Japanese 「2分の1」 ("falls by 2") and 「2024年3月」 ("March 2024") count as the English numbers."""
     found = {"code blocks": Counter(), "inline code": Counter(), "formulas": Counter(), "links": Counter()}
+    found["identifiers in drawings"] = Counter()
     rest = text
-    for m in FENCE.finditer(rest):
-        found["code blocks"][m.group(0).strip()] += 1
-    rest = FENCE.sub(" ", rest)
+    for pattern, replacement in JAPANESE_NUMERALS:
+        rest = pattern.sub(replacement, rest)
+
+    def fenced(m):
+        info, body = m.group(2).strip().lower(), m.group(3)
+        if info in DRAWING:  # a board drawing or a file tree: its words are translated, its numbers and names kept
+            found["code blocks"][f"(a drawing of {len(body.splitlines())} lines)"] += 1
+            found["identifiers in drawings"].update(IDENTIFIER.findall(body))
+            return "\n" + body + "\n"
+        if info in COMMENTED_CODE:  # the code exactly, its comments translated
+            body = "\n".join(line.rstrip() for line in COMMENT.sub(r"\1", body).splitlines())
+        found["code blocks"][f"```{info}\n{body.strip()}\n```"] += 1
+        return " "
+
+    rest = FENCE.sub(fenced, rest)
     for m in CODE_SPAN.finditer(rest):
         found["inline code"][m.group(2).strip()] += 1
     rest = CODE_SPAN.sub(" ", rest)
