@@ -323,25 +323,19 @@ def read_rows(path: Path) -> dict:
 # ------------------------------------------------------------------------------------------------------
 # the adversarial run (one grading run, shared by the tests below)
 # ------------------------------------------------------------------------------------------------------
+# how both editions' corpora are graded: the same folder, output, jobs, timeouts and seed
+CORPUS_ARGS = (
+    *("subs", "--out", "out/grades.csv", "--jobs", 2),
+    *("--timeout", 60, "--cell-timeout", CELL_TIMEOUT, "--seed", 20260),
+)
+
+
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     root = tmp_path_factory.mktemp("grading")
     expect = build_corpus(root)
     before = snapshot(root / "subs")
-    proc = run_grader(
-        "subs",
-        "--out",
-        "out/grades.csv",
-        "--jobs",
-        2,
-        "--timeout",
-        60,
-        "--cell-timeout",
-        CELL_TIMEOUT,
-        "--seed",
-        20260,
-        cwd=root,
-    )
+    proc = run_grader(*CORPUS_ARGS, cwd=root)
     return {
         "root": root,
         "expect": expect,
@@ -495,22 +489,7 @@ def graded_ja(tmp_path_factory):
         expect[learner] = (status, total)
     write(completed(EX01), root / "subs" / "other_edition" / HANDED_OUT)
     expect["other_edition"] = ("graded", 5)
-    proc = run_grader(
-        "subs",
-        "--out",
-        "out/grades.csv",
-        "--jobs",
-        2,
-        "--timeout",
-        60,
-        "--cell-timeout",
-        CELL_TIMEOUT,
-        "--seed",
-        20260,
-        "--lang",
-        "ja",
-        cwd=root,
-    )
+    proc = run_grader(*CORPUS_ARGS, "--lang", "ja", cwd=root)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return {
         "root": root,

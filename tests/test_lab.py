@@ -14,6 +14,7 @@ editions that way and read the setting and the translations through the API, the
 It never bootstraps .venv: when `make setup` is not up to date (`make -q setup`), it skips with the reason.
 """
 
+import contextlib
 import json
 import os
 import secrets
@@ -215,17 +216,25 @@ def recipe_of(output: str) -> str:
     return recipe
 
 
-@pytest.fixture
-def make_lab(tmp_path):
+@contextlib.contextmanager
+def running_lab(workdir, lang: str = "en"):
+    """`make lab` (COURSE_LANG=lang) started in workdir, stopped afterwards with nothing left behind; skips when
+    `make setup` is not up to date."""
     reason = setup_is_current()
     if reason:
         pytest.skip(reason)
-    lab = MakeLab(tmp_path)
+    lab = MakeLab(workdir, lang=lang)
     try:
         yield lab.start()
     finally:
         leftovers = lab.stop()
         assert not leftovers, f"`make lab` left processes behind: {leftovers}"
+
+
+@pytest.fixture
+def make_lab(tmp_path):
+    with running_lab(tmp_path) as lab:
+        yield lab
 
 
 @pytest.mark.slow
@@ -277,15 +286,8 @@ TRANSLATION = "@jupyterlab/translation-extension:plugin"
 @pytest.fixture(scope="module", params=["ja", "en"])
 def edition_lab(request, tmp_path_factory):
     """`make lab COURSE_LANG=ja` or plain `make lab`, once per edition for the tests below."""
-    reason = setup_is_current()
-    if reason:
-        pytest.skip(reason)
-    lab = MakeLab(tmp_path_factory.mktemp(f"lab-{request.param}"), lang=request.param)
-    try:
-        yield lab.start()
-    finally:
-        leftovers = lab.stop()
-        assert not leftovers, f"`make lab` left processes behind: {leftovers}"
+    with running_lab(tmp_path_factory.mktemp(f"lab-{request.param}"), lang=request.param) as lab:
+        yield lab
 
 
 @pytest.mark.slow
