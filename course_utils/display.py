@@ -1,14 +1,67 @@
-"""Small display helpers for the chapters: compare two tensors, show a function's source."""
+"""Small display helpers for the chapters: compare two tensors, show a function's source, print aligned tables.
+
+Printed tables pad by display width, not by `len`: a Japanese character takes two columns of a monospaced font
+(its East Asian width is "W", wide, or "F", full-width), so `f"{name:>12}"` misaligns every Japanese label.
+`pad`, `text_table` and `Table` (course_utils.experiments) all measure text with `text_width`.
+"""
 
 from __future__ import annotations
 
 import inspect
+import re
+import unicodedata
 
 import torch
 
 from .i18n import _
 
-__all__ = ["cmp", "show_source"]
+__all__ = ["cmp", "show_source", "text_width", "pad", "text_table"]
+
+_NUMBER = re.compile(r"^[-−+]?(?:\d[\d,]*(?:\.\d*)?|\.\d+)(?:e[-+]?\d+)?%?$|^[-−+]?(?:nan|inf)$", re.IGNORECASE)
+
+
+def text_width(text: str) -> int:
+    """The columns `text` takes in a monospaced font: 2 per wide or full-width character, 0 per combining mark."""
+    width = 0
+    for ch in str(text):
+        if unicodedata.combining(ch) or unicodedata.category(ch) in ("Mn", "Me", "Cf"):
+            continue
+        width += 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+    return width
+
+
+def pad(text, width: int, align: str = "<") -> str:
+    """`text` padded with spaces to `width` display columns: align "<" (left), ">" (right) or "^" (centre).
+
+    The display-width twin of `f"{text:<{width}}"`; text that is already wider is returned whole."""
+    text = str(text)
+    gap = max(0, width - text_width(text))
+    if align == ">":
+        return " " * gap + text
+    if align == "^":
+        return " " * (gap // 2) + text + " " * (gap - gap // 2)
+    return text + " " * gap
+
+
+def text_table(header, rows, align: str | None = None, sep: str = " | ") -> str:
+    """Rows of cells as aligned text: a header line, a rule, one line per row. Cells are shown with `str`.
+
+    align: one of "<", ">", "^" per column (e.g. "<>>"); by default a column whose body cells are all numbers
+    ("0.367", "1e-05", "56%", "nan") is right-aligned and any other column left-aligned."""
+    header = [str(h) for h in header]
+    body = [[str(c) for c in row] for row in rows]
+    if any(len(row) != len(header) for row in body):
+        raise ValueError(f"every row needs {len(header)} cells, one per column of the header")
+    if align is None:
+        align = "".join(
+            ">" if body and all(_NUMBER.match(r[i].strip()) for r in body) else "<" for i in range(len(header))
+        )
+    if len(align) != len(header):
+        raise ValueError(f"align needs one of < > ^ per column: got {align!r} for {len(header)} columns")
+    widths = [max(text_width(c) for c in column) for column in zip(header, *body)]
+    lines = [sep.join(pad(c, w, a) for c, w, a in zip(line, widths, align)).rstrip() for line in (header, *body)]
+    rule = sep.replace(" ", "-").replace("|", "+").join("-" * w for w in widths)
+    return "\n".join([lines[0], rule, *lines[1:]])
 
 
 def cmp(name: str, ours: torch.Tensor, theirs: torch.Tensor, atol: float = 1e-5) -> bool:
@@ -20,8 +73,8 @@ def cmp(name: str, ours: torch.Tensor, theirs: torch.Tensor, atol: float = 1e-5)
     a, b = ours.detach().double(), theirs.detach().double()
     if a.shape != b.shape:
         print(
-            _("{name:<28s} | shapes differ: {ours} vs {theirs}").format(
-                name=name, ours=tuple(a.shape), theirs=tuple(b.shape)
+            _("{name} | shapes differ: {ours} vs {theirs}").format(
+                name=pad(name, 28), ours=tuple(a.shape), theirs=tuple(b.shape)
             )
         )
         return False
@@ -29,8 +82,8 @@ def cmp(name: str, ours: torch.Tensor, theirs: torch.Tensor, atol: float = 1e-5)
     diff = float((a - b).abs().max()) if a.numel() else 0.0
     close = diff <= atol
     print(
-        _("{name:<28s} | exact: {exact:5s} | close (atol {atol:.0e}): {close:5s} | max diff: {diff:.1e}").format(
-            name=name, exact=str(exact), atol=atol, close=str(close), diff=diff
+        _("{name} | exact: {exact:5s} | close (atol {atol:.0e}): {close:5s} | max diff: {diff:.1e}").format(
+            name=pad(name, 28), exact=str(exact), atol=atol, close=str(close), diff=diff
         )
     )
     return close

@@ -29,6 +29,7 @@ import pytest
 import torch
 
 from course_utils import i18n
+from course_utils.display import text_width
 from course_utils.exercises import make_exercise
 from course_utils.grading import kernel, sandbox
 from course_utils.i18n import _
@@ -671,7 +672,7 @@ def test_every_status_has_its_words_in_each_language():
     with i18n.using("ja"):
         table = cli.summary(rows, 1.0, 0).splitlines()
     # the columns line up in a terminal, where a Japanese character takes two columns
-    assert len({cli._width(line.split("  …")[0]) for line in table[2 : 2 + len(rows)]}) == 1, table
+    assert len({text_width(line.split("  …")[0]) for line in table[2 : 2 + len(rows)]}) == 1, table
     assert len({len(line.split("  …")[0]) for line in lines[2 : 2 + len(rows)]}) == 1, lines
 
 

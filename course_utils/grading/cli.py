@@ -56,13 +56,13 @@ import sys
 import tempfile
 import time
 import traceback
-import unicodedata
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import get_context
 from pathlib import Path
 
 from .. import i18n
+from ..display import pad, text_width
 from ..i18n import N_, _
 from . import sandbox
 from .run import (
@@ -255,17 +255,11 @@ def status_word(status: str) -> str:
     return _(STATUS_WORDS[status]) if status in STATUS_WORDS else status
 
 
-def _width(text: str) -> int:
-    """Columns `text` takes in a terminal: a wide (CJK) character takes two."""
-    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
-
-
 def _fit(text: str, width: int, right: bool = False) -> str:
     """`text` cut and padded to `width` terminal columns (for the summary's table, whose words may be Japanese)."""
-    while _width(text) > width:
+    while text_width(text) > width:
         text = text[:-1]
-    pad = " " * (width - _width(text))
-    return pad + text if right else text + pad
+    return pad(text, width, ">" if right else "<")
 
 
 def _cell(text: str) -> str:
@@ -417,9 +411,9 @@ def summary(results: list[Result], seconds: float, skipped: int) -> str:
     """The table printed at the end of a run, one line per submission, and a count per status."""
     head = {"learner": _("learner"), "exercise": _("exercise"), "points": _("points"), "status": _("status")}
     words = {r.status: status_word(r.status) for r in results}
-    width = min(max([7, _width(head["learner"])] + [_width(r.learner) for r in results]), 24)
-    ex_width = min(max([8, _width(head["exercise"])] + [_width(r.exercise) for r in results]), 20)
-    st_width = max([16, _width(head["status"])] + [_width(w) for w in words.values()])
+    width = min(max([7, text_width(head["learner"])] + [text_width(r.learner) for r in results]), 24)
+    ex_width = min(max([8, text_width(head["exercise"])] + [text_width(r.exercise) for r in results]), 20)
+    st_width = max([16, text_width(head["status"])] + [text_width(w) for w in words.values()])
     lines = [
         f"{_fit(head['learner'], width)}  {_fit(head['exercise'], ex_width)}  {_fit(head['points'], 9, right=True)}  "
         f"{_fit(head['status'], st_width)}  " + _("reason"),
@@ -457,13 +451,13 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
         return super().add_usage(usage, actions, groups, _("usage: ") if prefix is None else prefix)
 
     def _split_lines(self, text, width):
-        if all(_width(c) == 1 for c in text):
+        if all(text_width(c) == 1 for c in text):
             return super()._split_lines(text, width)
         # an ASCII word, a space, or one other character (a closing mark stays with what it closes)
         tokens = re.findall(r"[!-~]+[、。）」：]?| |[^ !-~][、。）」：]?", " ".join(text.split()))
         lines, line = [], ""
         for token in tokens:
-            if line and _width(line + token) > width:
+            if line and text_width(line + token) > width:
                 lines.append(line.rstrip())
                 line = token.lstrip()
             else:
