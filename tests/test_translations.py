@@ -13,6 +13,7 @@ import json
 import re
 import sys
 import tokenize
+import unicodedata
 
 import nbformat
 import pytest
@@ -243,6 +244,7 @@ STYLE_RULES = [  # (what style.md asks, the pattern of a relapse), on prose: cod
     ("full-width （ ） around Japanese, not ( )", re.compile(rf"\([^()\n]*{JA_CHAR}[^()\n]*\)")),
     ("months in digits: 2024年3月, not 2024年三月", re.compile(r"[0-9]年[一二三四五六七八九十]+月")),
     ("half-width digits and 、。, never ０-９ ，．", re.compile(r"[０-９，．]")),
+    ("no あなた / 私たち: address the learner without pronouns (「〜してみてください」)", re.compile(r"あなた|私たち")),
 ]
 MARKDOWN_STYLE_RULES = [  # printed labels of code cells keep the program-output form 「平均: 0.5」
     (
@@ -252,6 +254,7 @@ MARKDOWN_STYLE_RULES = [  # printed labels of code cells keep the program-output
     ("「**(c)**：」 after a bold option label, not an ASCII colon", re.compile(r"\*\*\([a-z0-9]\)\*\*:")),
 ]
 EMPHASIS = re.compile(r"(?<![*A-Za-z0-9_])\*(?!\s)[^*\n]+?(?<!\s)\*(?![*A-Za-z0-9_])")
+JA_ITALIC = re.compile(rf"(?<!\*)\*(?![\s*])[^*\n]*?{JA_CHAR}[^*\n]*?(?<![\s*])\*(?!\*)")  # *…* around Japanese
 CALQUES = [  # word-for-word translations the style guide's 逐語訳ではなく rules out, with what to write instead
     ("黙って", "エラーも出さずに / 気づかないうちに"),
     ("で割った大きさ", "約半分に / 2分の1に"),
@@ -261,6 +264,32 @@ CALQUES = [  # word-for-word translations the style guide's 逐語訳ではな�
     ("気づかれずに", "見過ごされやすい"),
     ("連鎖の全サイズ", "テンソル全体を扱う演算子"),
 ]
+
+
+def _is_punctuation(ch: str) -> bool:
+    """CommonMark's punctuation: Unicode P* and S* categories (「（）」、。 included)."""
+    return unicodedata.category(ch)[0] in "PS"
+
+
+def unrendered_bold(prose: str) -> list[str]:
+    """`**` pairs that CommonMark will not render as bold, as happens after 「）」 in Japanese.
+
+    An opening `**` must be left-flanking and a closing one right-flanking: `**正規化（LayerNorm）**から` fails,
+    because the closing run follows punctuation （）） and precedes a letter （か）, so it cannot close."""
+    found = []
+    runs = [m for m in re.finditer(r"(?<!\*)\*\*(?!\*)", prose)]
+    for opening, closing in zip(runs[::2], runs[1::2]):
+        for run, side in ((opening, "opening"), (closing, "closing")):
+            before = prose[run.start() - 1] if run.start() else " "
+            after = prose[run.end()] if run.end() < len(prose) else " "
+            if side == "opening":
+                ok = not after.isspace() and (not _is_punctuation(after) or before.isspace() or _is_punctuation(before))
+            else:
+                ok = not before.isspace() and (not _is_punctuation(before) or after.isspace() or _is_punctuation(after))
+            if not ok:
+                text = prose[max(0, opening.start() - 8) : closing.end() + 8]
+                found.append(f"bold that does not render ({side} ** next to punctuation): {text!r}")
+    return found
 
 
 def _prose(markdown: str) -> str:
@@ -290,6 +319,12 @@ def style_problems(japanese: str, kind: str, english: str | None = None) -> list
     for calque, instead in CALQUES:
         if calque in text:
             found.append(f"calque 「{calque}」 (write {instead})")
+    if kind == "markdown":
+        found += unrendered_bold(text)
+        found += [
+            f"「」 for emphasis, not *italics* (kana and kanji have no italic): {m.group(0)!r}"
+            for m in JA_ITALIC.finditer(text)
+        ]
     return found
 
 
@@ -330,6 +365,10 @@ def test_japanese_follows_the_style_guide(source):
         ("系列を変える -> 系列0が動く", "literal", "not ->"),
         ("特徴量ごとの (平均, 標本分散) を返します。", "literal", "full-width （ ）"),
         ("公開コード（2024年三月）は", "markdown", "months in digits"),
+        ("カーネルをあなた自身として実行します。", "markdown", "no あなた"),
+        ("**レイヤー正規化（LayerNorm）**から学びます。", "markdown", "bold that does not render"),
+        ("値は*そのもの*です。", "markdown", "not *italics*"),
+        ("1 + w*そのもの*です。", "markdown", "not *italics*"),
         ("- **(c)**: 3/4 倍に小さくなる", "markdown", "after a bold option label"),
         ("注意: これは誤りです。", "markdown", "ASCII colon"),
         ("トークンは黙って消えます。", "markdown", "calque 「黙って」"),
@@ -344,6 +383,7 @@ def test_style_rules_leave_code_formulas_labels_and_good_japanese_alone():
     good = (
         "LayerNormは768個の数を `x.mean(dim=-1, keepdim=True)` で平均し、$x = [4, 6, 2, 8]$ では平均5です。"
         "誤差は0.07%、実行は約30秒です（2024年3月）。**(c)**：3/4倍。lr 0.3 で log 16 を下回ります。\n"
+        "**レイヤー正規化**（LayerNorm）と「不偏」分散、*Attention Is All You Need*、**（c）** です。\n"
         "```bash\nmake lab     # 統計量 4 個, -> (平均)\n```\n[次へ](02_next.ipynb)"
     )
     assert style_problems(good, "markdown") == []
@@ -363,7 +403,7 @@ def test_first_mentions_name_the_japanese_term():
         ],
     }
     for (doc, key), forms in firsts.items():
-        ja = translate.load_entries(ROOT / doc)[key]["ja"]
+        ja = translate.load_entries(ROOT / doc)[key]["ja"].replace("**", "")  # 「**レイヤー正規化**（LayerNorm）」 too
         for form in forms:
             assert form in ja, f"{doc} `{key}` should introduce {form}"
 
@@ -378,6 +418,8 @@ ONE_TERM_PAIRS = [
     ("LMヘッド", "埋め込みからLM headまで"),
     ("推論時", "学習時と評価時の差"),
     ("良好", "それ以外はokです"),
+    ("全ヘッド一括", "全幅のQK-Normと比べます"),
+    ("ワンホット", "注意がone-hotになります"),
 ]
 
 
