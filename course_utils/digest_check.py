@@ -8,11 +8,15 @@ never disagree. For the three models without a recipe (GLM-4.5/4.7, MiniMax-M2, 
 
     rows = check_adoption_table()       # one dict per digest row: what it says, what the code does, the verdict
     rows[2]["verdict"]                  # 'wrong'
+    check_adoption_table(shown=True)    # the same rows for display: headers, phrases, verdicts in the course's language
+    verdict_summary({"agrees": 5, "wrong": 2})   # 'agrees 5, wrong 2' (in Japanese: '一致5行、誤り2行')
     embedding_claims()                  # the digest's "Gemma 3 and Qwen3 L2-normalize their embeddings"
     rope_commutation(gain=None)         # max |Norm(RoPE(x)) - RoPE(Norm(x))|: 0 up to rounding without a gain
 
 Verdicts: **agrees**; **wrong** (at least one claim contradicts the code; the row says what the code does);
 **unverifiable** (no claim contradicts the code, but at least one could not be checked against public code).
+The rows' keys and values stay English (the chapter's code reads them); every phrase is marked with `N_()`, so the
+rows built with `shown=True` read in the course's language (course_utils.i18n).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from dataclasses import dataclass, field
 import torch
 
 from .attention import RotaryEmbedding
+from .i18n import N_, _
 from .model import GPTConfig
 from .recipes import RECIPES
 
@@ -33,6 +38,7 @@ __all__ = [
     "model_facts",
     "check_row",
     "check_adoption_table",
+    "verdict_summary",
     "embedding_claims",
     "rope_commutation",
 ]
@@ -44,6 +50,17 @@ PLACEMENT_WORDS = {
     "peri": "sandwich / Peri-LN, x + Norm(F(Norm(x)))",
     "reordered": "output-only norm, x + Norm(F(x))",
 }
+# the name part of each (what a claim and a fact say), marked for the catalog
+_PLACEMENT_NAMES = {
+    "pre": N_("Pre-Norm"),
+    "post": N_("Post-Norm"),
+    "peri": N_("sandwich / Peri-LN"),
+    "reordered": N_("output-only norm"),
+}
+assert all(PLACEMENT_WORDS[p].split(",")[0] == name for p, name in _PLACEMENT_NAMES.items())
+# the columns of a checked row and the three verdicts, marked for the catalog (shown with _())
+COLUMNS = (N_("model"), N_("digest says"), N_("the code does"), N_("verdict"), N_("correction"), N_("checked against"))
+VERDICTS = (N_("agrees"), N_("wrong"), N_("unverifiable"))
 
 
 @dataclass(frozen=True)
@@ -68,7 +85,7 @@ DIGEST_TABLE = (
     DigestRow("Gemma 3", True, "pre", "also uses logit softcapping", {"softcap": True}, recipe="gemma3"),
     DigestRow("GLM-4.5/4.7", True, "pre"),
     DigestRow("MiniMax-M2", True, "pre"),
-    DigestRow("DeepSeek V3", False, "pre", "its own normalization inside MLA", {"mla_latent_norms": True}),
+    DigestRow("DeepSeek-V3", False, "pre", "its own normalization inside MLA", {"mla_latent_norms": True}),
     DigestRow("Llama 3", False, "pre", "no QK-Norm", recipe="llama3"),
 )
 
@@ -79,85 +96,106 @@ REFERENCE_FACTS = {
     "GLM-4.5/4.7": {
         "qk_norm": (
             True,
-            "QK-Norm per head, before a partial RoPE (GLM-4.5 and GLM-4.7; not GLM-4.5-Air)",
+            N_("QK-Norm per head, before a partial RoPE (GLM-4.5 and GLM-4.7; not GLM-4.5-Air)"),
             "transformers glm4_moe; zai-org/GLM-4.7 config.json; Megatron-Bridge glm45_provider.py",
         ),
-        "placement": ("pre", "Pre-Norm", "transformers glm4_moe"),
+        "placement": ("pre", N_("Pre-Norm"), "transformers glm4_moe"),
     },
     "MiniMax-M2": {
-        "qk_norm": (True, "QK-Norm full width (like OLMo 2)", "transformers minimax_m2"),
-        "placement": ("pre", "Pre-Norm", "transformers minimax_m2"),
+        "qk_norm": (True, N_("QK-Norm full width (like OLMo 2)"), "transformers minimax_m2"),
+        "placement": ("pre", N_("Pre-Norm"), "transformers minimax_m2"),
     },
-    "DeepSeek V3": {
-        "qk_norm": (False, "no QK-Norm", "deepseek-ai/DeepSeek-V3 inference/model.py"),
-        "placement": ("pre", "Pre-Norm", "deepseek-ai/DeepSeek-V3 inference/model.py"),
+    "DeepSeek-V3": {
+        "qk_norm": (False, N_("no QK-Norm"), "deepseek-ai/DeepSeek-V3 inference/model.py"),
+        "placement": ("pre", N_("Pre-Norm"), "deepseek-ai/DeepSeek-V3 inference/model.py"),
         "mla_latent_norms": (
             True,
-            "RMSNorm on the compressed q and kv latents",
+            N_("RMSNorm on the compressed q and kv latents"),
             "deepseek-ai/DeepSeek-V3 inference/model.py",
         ),
     },
-    "Qwen3": {"qkv_bias": (False, "no QKV bias (Qwen2 had one)", "transformers qwen2, qwen3")},
+    "Qwen3": {"qkv_bias": (False, N_("no QKV bias (Qwen2 had one)"), "transformers qwen2, qwen3")},
 }
 # what each claim says, in words: {fact: (words when true, words when false)}
 _CLAIM_WORDS = {
-    "qk_norm": ("QK-Norm", "no QK-Norm"),
-    "softcap": ("softcaps logits", "no softcap"),
-    "qkv_bias": ("has a QKV bias", "QKV bias dropped"),
-    "mla_latent_norms": ("norms inside MLA", "no norms inside MLA"),
+    "qk_norm": (N_("QK-Norm"), N_("no QK-Norm")),
+    "softcap": (N_("softcaps logits"), N_("no softcap")),
+    "qkv_bias": (N_("has a QKV bias"), N_("QKV bias dropped")),
+    "mla_latent_norms": (N_("norms inside MLA"), N_("no norms inside MLA")),
 }
 
 
-def model_facts(row: DigestRow) -> dict:
+def _as_is(text: str) -> str:
+    return text
+
+
+def model_facts(row: DigestRow, tr=_as_is) -> dict:
     """{fact: (value, in words, source)} for one row: from its recipe's GPTConfig where it has one, else
-    from REFERENCE_FACTS (which also holds the facts a GPTConfig cannot express, such as a QKV bias)."""
-    facts = dict(REFERENCE_FACTS.get(row.model, {}))
+    from REFERENCE_FACTS (which also holds the facts a GPTConfig cannot express, such as a QKV bias).
+    tr: how the words are shown (as written, in English; or `_`, in the course's language)."""
+    facts = {name: (value, tr(words), src) for name, (value, words, src) in REFERENCE_FACTS.get(row.model, {}).items()}
     if row.recipe is not None:
         recipe = RECIPES[row.recipe]
         cfg = GPTConfig(**recipe.model)
-        src = f"recipe {row.recipe}"
-        qk = {None: "no QK-Norm", "head": "QK-Norm per head", "full": "QK-Norm full width"}[cfg.qk_norm]
-        facts["qk_norm"] = (cfg.qk_norm is not None, qk, src)
-        facts["placement"] = (cfg.placement, PLACEMENT_WORDS[cfg.placement].split(",")[0], src)
-        caps = [f"{name} {v:g}" for name, v in (("attention", cfg.attn_softcap), ("output", cfg.logit_softcap)) if v]
-        facts["softcap"] = (bool(caps), "softcap " + ", ".join(caps) if caps else "no softcap", src)
+        src = tr(N_("recipe {name}")).format(name=row.recipe)
+        qk = {None: N_("no QK-Norm"), "head": N_("QK-Norm per head"), "full": N_("QK-Norm full width")}[cfg.qk_norm]
+        facts["qk_norm"] = (cfg.qk_norm is not None, tr(qk), src)
+        facts["placement"] = (cfg.placement, tr(_PLACEMENT_NAMES[cfg.placement]), src)
+        caps = [
+            tr(where).format(value=v)
+            for where, v in ((N_("attention {value:g}"), cfg.attn_softcap), (N_("output {value:g}"), cfg.logit_softcap))
+            if v
+        ]
+        words = tr(N_("softcap {caps}")).format(caps=tr(N_(", ")).join(caps)) if caps else tr(N_("no softcap"))
+        facts["softcap"] = (bool(caps), words, src)
     return facts
 
 
-def _claim_words(name: str, value) -> str:
+def _claim_words(name: str, value, tr=_as_is) -> str:
     if name == "placement":
-        return PLACEMENT_WORDS[value].split(",")[0]
-    return _CLAIM_WORDS[name][0 if value else 1]
+        return tr(_PLACEMENT_NAMES[value])
+    return tr(_CLAIM_WORDS[name][0 if value else 1])
 
 
-def check_row(row: DigestRow) -> dict:
-    """Compare one digest row's claims with the facts: the row of the chapter's table."""
-    facts = model_facts(row)
+def check_row(row: DigestRow, shown: bool = False) -> dict:
+    """Compare one digest row's claims with the facts: the row of the chapter's table.
+
+    Its keys and words are English (what code reads); `shown=True` gives the same row in the course's language."""
+    tr = _ if shown else _as_is
+    facts = model_facts(row, tr)
     claims = {"qk_norm": row.qk_norm, "placement": row.placement, **row.extra}
     wrong, unknown, says, does = [], [], [], []
     for name, claimed in claims.items():
-        says.append(_claim_words(name, claimed))
-        value, words, _ = facts.get(name, (None, "not found in public code", ""))
+        says.append(_claim_words(name, claimed, tr))
+        value, words, _src = facts.get(name, (None, tr(N_("not found in public code")), ""))
         does.append(words)
         if value is None:
             unknown.append(name)
         elif value != claimed:
-            wrong.append(f"{words}, not {_claim_words(name, claimed)}")
+            wrong.append(tr(N_("{does}, not {says}")).format(does=words, says=_claim_words(name, claimed, tr)))
     verdict = "wrong" if wrong else "unverifiable" if unknown else "agrees"
     sources = dict.fromkeys(src for name in claims if name in facts for src in facts[name][2].split("; "))
-    return {
-        "model": row.model,
-        "digest says": "; ".join(says),
-        "the code does": "; ".join(dict.fromkeys(does)),
-        "verdict": verdict,
-        "correction": "; ".join(wrong or [facts.get(n, (0, "no public code found"))[1] for n in unknown]),
-        "checked against": "; ".join(sources),
-    }
+    sep = tr(N_("; "))
+    cells = (
+        row.model,
+        sep.join(says),
+        sep.join(dict.fromkeys(does)),
+        tr(verdict),
+        sep.join(wrong or [facts.get(n, (0, tr(N_("no public code found"))))[1] for n in unknown]),
+        sep.join(sources),
+    )
+    return {tr(column): cell for column, cell in zip(COLUMNS, cells)}
 
 
-def check_adoption_table(rows=DIGEST_TABLE) -> list:
-    """The digest's adoption table, one checked row per model (see check_row)."""
-    return [check_row(r) for r in rows]
+def check_adoption_table(rows=DIGEST_TABLE, shown: bool = False) -> list:
+    """The digest's adoption table, one checked row per model (see check_row; `shown=True`: for display, in the
+    course's language)."""
+    return [check_row(r, shown) for r in rows]
+
+
+def verdict_summary(counts: dict) -> str:
+    """{verdict: number of rows} in words: "agrees 5, wrong 2, unverifiable 0" (in the course's language)."""
+    return _(", ").join(_("{verdict} {n}").format(verdict=_(v), n=n) for v, n in counts.items())
 
 
 def embedding_claims() -> dict:

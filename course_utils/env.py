@@ -10,7 +10,8 @@ from contextlib import contextmanager
 
 import torch
 
-from .i18n import _
+from .display import pad, text_width
+from .i18n import N_, _
 
 __all__ = [
     "torch_threads",
@@ -18,6 +19,7 @@ __all__ = [
     "pick_device",
     "device_reason",
     "environment_report",
+    "format_environment",
     "release",
     "course_releases",
 ]
@@ -122,3 +124,21 @@ def environment_report() -> dict:
         "device": name,
         "why": why,
     }
+
+
+# the welcome chapter's labels for environment_report()'s keys
+REPORT_LABELS = {
+    "python": N_("python"),
+    "platform": N_("platform"),
+    "torch": "torch",
+    "device": N_("device"),
+    "why": N_("why"),
+}
+
+
+def format_environment(report: dict, keys=("python", "platform", "torch", "device", "why")) -> str:
+    """`report`'s values for `keys`, one a line, each after its label ("platform: Linux x86_64"), the labels
+    right-aligned by display width and translated (the keys stay as they are: code reads them)."""
+    labels = [_(REPORT_LABELS.get(key, key)) for key in keys]
+    width = max(text_width(label) for label in labels)
+    return "\n".join(f"{pad(label, width, '>')}: {report[key]}" for label, key in zip(labels, keys))

@@ -54,6 +54,7 @@ from . import run_cache
 from .attention import qk_norm_bound
 from .claims import Comparison, at_most, more
 from .data import Corpus
+from .display import pad, text_table
 from .env import pick_device, torch_threads
 from .i18n import N_, _
 from .model import GPTConfig, TinyGPT
@@ -376,13 +377,13 @@ class SweepResult:
     def rows(self) -> list:
         """One dict of formatted strings per run (the table's rows)."""
         return [
-            {
-                "variant": r.variant,
-                "lr": f"{r.lr:g}",
-                "final loss": _fmt_loss(r),
-                "max |attn logit|": _fmt_logit(r.max_attn_logit),
-                "final entropy": "n/a" if math.isnan(r.final_entropy) else f"{r.final_entropy:.2f}",
-                "verdict": _(_STATUS_MARK[r.status]),
+            {  # the keys are the column headers a reader sees: in the current language
+                _("variant"): r.variant,
+                _("lr"): f"{r.lr:g}",
+                _("final loss"): _fmt_loss(r),
+                _("max |attn logit|"): _fmt_logit(r.max_attn_logit),
+                _("final entropy"): "n/a" if math.isnan(r.final_entropy) else f"{r.final_entropy:.2f}",
+                _("verdict"): _(_STATUS_MARK[r.status]),
             }
             for v in self.variants
             for r in self.of(v)
@@ -393,8 +394,11 @@ class SweepResult:
         table = self.survival()
         return [
             {
-                "variant": v,
-                **{f"lr {lr:g}": _STATUS_MARK[table[v][lr]].split()[0] if lr in table[v] else "·" for lr in lrs},
+                _("variant"): v,
+                **{
+                    _("lr {lr}").format(lr=f"{lr:g}"): _STATUS_MARK[table[v][lr]].split()[0] if lr in table[v] else "·"
+                    for lr in lrs
+                },
             }
             for v in self.variants
         ]
@@ -417,8 +421,8 @@ class SweepResult:
             self._title(),
             _text_table(rows),
             "",
-            _("LR sensitivity: {values}").format(values=", ".join(f"{v} {s:.2f}" for v, s in sens.items())),
-            "(" + self._definition() + ")",
+            _("LR sensitivity: {values}").format(values=_(", ").join(f"{v} {s:.2f}" for v, s in sens.items())),
+            _("({definition})").format(definition=self._definition()),
         ]
         return "\n".join(lines)
 
@@ -428,7 +432,7 @@ class SweepResult:
             f"<div><b>{html.escape(self._title())}</b>{_html_table(self.rows())}"
             + "<p>"
             + html.escape(_("LR sensitivity (mean over the grid of min(loss, l0) − best loss): "))
-            + ", ".join(f"{html.escape(v)} <b>{s:.2f}</b>" for v, s in sens.items())
+            + html.escape(_(", ")).join(f"{html.escape(v)} <b>{s:.2f}</b>" for v, s in sens.items())
             + f"</p><p style='font-size:85%'>{html.escape(self._definition())}</p></div>"
         )
 
@@ -455,11 +459,7 @@ def _text_table(rows: list) -> str:
     if not rows:
         return _("(no runs)")
     cols = list(rows[0])
-    width = {c: max(len(c), *(len(str(r[c])) for r in rows)) for c in cols}
-    head = " | ".join(c.ljust(width[c]) for c in cols)
-    rule = "-+-".join("-" * width[c] for c in cols)
-    body = [" | ".join(str(r[c]).ljust(width[c]) for c in cols) for r in rows]
-    return "\n".join([head, rule, *body])
+    return text_table(cols, [[r[c] for c in cols] for r in rows], align="<" * len(cols))
 
 
 def _html_table(rows: list) -> str:
@@ -587,7 +587,7 @@ def _run_one(preset: Preset, variant: str, lr: float, seed: int, device: torch.d
         lambda: _train_one(preset, variant, lr, seed, device, steps, False),
     )
     if progress:
-        bar = ProgressBar(preset.train["steps"] if steps is None else steps, f"{variant:>15s} lr {lr:<6g}")
+        bar = ProgressBar(preset.train["steps"] if steps is None else steps, _bar_label(variant, lr))
         bar.n = len(record.losses)
         bar.close(_bar_note(record))
     return record
@@ -605,7 +605,7 @@ def _train_one(preset: Preset, variant: str, lr: float, seed: int, device: torch
         amp=train_cfg.amp,
     )
     initial = evaluate(model, corpus, **eval_kw)
-    bar = ProgressBar(train_cfg.steps, f"{variant:>15s} lr {lr:<6g}") if progress else None
+    bar = ProgressBar(train_cfg.steps, _bar_label(variant, lr)) if progress else None
     gains = _GainProbe(model, train_cfg)
     outputs = _OutputProbe(model)
     start = time.perf_counter()
@@ -696,7 +696,7 @@ def stability_sweep(
     for (v, lr), record in zip(jobs, parallel_map(cpu_run, calls, workers)):  # in order: the same printed lines
         records.append(record)
         if progress:  # the line the serial run's bar ends on
-            bar = ProgressBar(spec.train["steps"] if steps is None else steps, f"{v:>15s} lr {lr:<6g}")
+            bar = ProgressBar(spec.train["steps"] if steps is None else steps, _bar_label(v, lr))
             bar.n = len(record.losses)
             bar.close(_bar_note(record))
     return SweepResult(records, spec, device.type)
@@ -729,6 +729,11 @@ def parallel_map(fn, calls, workers="auto"):
         futures = [pool.submit(fn, *args) for args in calls]
         for future in futures:
             yield future.result()
+
+
+def _bar_label(variant: str, lr: float) -> str:
+    """A run's progress-bar label, `       baseline lr 0.1   `: padded by display width, so the bars line up."""
+    return _("{variant} lr {lr}").format(variant=pad(variant, 15, ">"), lr=pad(f"{lr:g}", 6))
 
 
 def _bar_note(record: RunRecord) -> str:

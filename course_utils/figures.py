@@ -19,6 +19,7 @@ English figures are unchanged, and IPAexGothic (the `matplotlib-fontja` package)
 from __future__ import annotations
 
 import logging
+import unicodedata
 
 import matplotlib
 from matplotlib.text import Text
@@ -128,6 +129,20 @@ def _shares_label(ax, which: str) -> bool:
     return False
 
 
+def _japanese_beside_math(fig) -> None:
+    """Draw a text that mixes Japanese with a formula ("ブロック $l$") in the Japanese font.
+
+    matplotlib draws the text around `$…$` in one font, without the glyph-by-glyph fallback of plain text, so
+    DejaVu Sans would show boxes for the Japanese; the formula itself keeps mathtext's italic. English texts, and
+    Japanese ones without a formula, are left as they are."""
+    if JAPANESE_FONT not in matplotlib.rcParams["font.family"]:
+        return
+    for text in fig.findobj(Text):
+        s = text.get_text()
+        if s.count("$") >= 2 and any(unicodedata.east_asian_width(ch) in ("W", "F") for ch in s):
+            text.set_fontfamily(JAPANESE_FONT)
+
+
 def figure_bundle(fig, alt: str) -> tuple[dict, dict]:
     """(data, metadata) of a display_data output: the PNG, and `alt` as its alt text and plain text."""
     from IPython.core.pylabtools import print_figure
@@ -135,6 +150,7 @@ def figure_bundle(fig, alt: str) -> tuple[dict, dict]:
     alt = " ".join(_(alt).split())  # an N_() constant (ex03's QUIZ_ALT) in the learner's language; other text as is
     if not alt:
         raise ValueError("give the figure alt text: one or two sentences that say what it shows")
+    _japanese_beside_math(fig)
     problems = figure_problems(fig)
     if problems:
         raise ValueError("this figure is hard to read in a room:\n  - " + "\n  - ".join(problems))

@@ -26,11 +26,16 @@ import torch
 import torch.nn.functional as F
 
 from . import norms
-from .i18n import _
+from .display import text_table
+from .i18n import N_, _
 
 __all__ = ["measure_norm_cost", "aten_ops", "norm_calls", "format_report"]
 
-PAIRS = {"torch built-ins": ("F.layer_norm", "F.rms_norm"), "course reference": ("norms.layer_norm", "norms.rms_norm")}
+# each pair's name is its key (what `pairs=` and the ratios use) and, translated, its row's label
+PAIRS = {
+    N_("torch built-ins"): ("F.layer_norm", "F.rms_norm"),
+    N_("course reference"): ("norms.layer_norm", "norms.rms_norm"),
+}
 
 
 def norm_calls(x: torch.Tensor) -> dict:
@@ -124,9 +129,16 @@ def format_report(result: dict, pairs=None) -> str:
             device=result["device"],
             threads=result["threads"],
             rounds=result["rounds"],
-        ),
-        f"{'':18s} | {'LayerNorm':>10s} | {'RMSNorm':>10s} | LN / RMS",
+        )
     ]
-    for pair, (ln, rms) in pairs.items():
-        lines.append(f"{pair:18s} | {sec[ln] * 1e3:7.2f} ms | {sec[rms] * 1e3:7.2f} ms | {result['ratios'][pair]:.2f}x")
+    rows = [
+        [
+            _(pair),
+            f"{sec[ln] * 1e3:.2f} ms",
+            f"{sec[rms] * 1e3:.2f} ms",
+            _("{ratio:.2f}x").format(ratio=result["ratios"][pair]),
+        ]
+        for pair, (ln, rms) in pairs.items()
+    ]
+    lines.append(text_table(["", "LayerNorm", "RMSNorm", "LN / RMS"], rows, align="<>>>"))
     return "\n".join(lines)

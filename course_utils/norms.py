@@ -24,6 +24,8 @@ from numbers import Real
 import torch
 from torch import nn
 
+from .i18n import _
+
 __all__ = ["layer_norm", "rms_norm", "batch_norm", "LayerNorm", "RMSNorm", "BatchNorm", "DynamicTanh", "gain_of"]
 
 _LOW_PRECISION = (torch.float16, torch.bfloat16)
@@ -34,37 +36,53 @@ _LOW_PRECISION = (torch.float16, torch.bfloat16)
 # ----------------------------------------------------------------------------------------------------
 def _check_input(x, name: str) -> None:
     if not isinstance(x, torch.Tensor):
-        raise TypeError(f"{name}: x must be a torch.Tensor, got {type(x).__name__}")
+        raise TypeError(_("{name}: x must be a torch.Tensor, got {type}").format(name=name, type=type(x).__name__))
     if not x.is_floating_point():
         raise TypeError(
-            f"{name}: x has dtype {x.dtype}, but normalization needs a floating-point tensor (convert with x.float())"
+            _(
+                "{name}: x has dtype {dtype}, but normalization needs a floating-point tensor (convert with x.float())"
+            ).format(name=name, dtype=x.dtype)
         )
     if x.dim() == 0:
         raise ValueError(
-            f"{name}: x is a 0-d tensor (a single number); it needs at least one dimension to normalize over"
+            _("{name}: x is a 0-d tensor (a single number); it needs at least one dimension to normalize over").format(
+                name=name
+            )
         )
 
 
 def _check_eps(eps, name: str) -> None:
     if isinstance(eps, bool) or not isinstance(eps, Real):
-        raise TypeError(f"{name}: eps must be a real number, got {type(eps).__name__}")
+        raise TypeError(_("{name}: eps must be a real number, got {type}").format(name=name, type=type(eps).__name__))
     if not math.isfinite(eps):
-        raise ValueError(f"{name}: eps must be finite, got {eps}")
+        raise ValueError(_("{name}: eps must be finite, got {eps}").format(name=name, eps=eps))
     if eps < 0:
-        raise ValueError(f"{name}: eps must be >= 0 (it is added to a variance), got {eps}")
+        raise ValueError(
+            _("{name}: eps must be >= 0 (it is added to a variance), got {eps}").format(name=name, eps=eps)
+        )
 
 
 def _check_param(p, label: str, features: int, name: str) -> None:
     if p is None:
         return
     if not isinstance(p, torch.Tensor):
-        raise TypeError(f"{name}: {label} must be a torch.Tensor or None, got {type(p).__name__}")
+        raise TypeError(
+            _("{name}: {label} must be a torch.Tensor or None, got {type}").format(
+                name=name, label=label, type=type(p).__name__
+            )
+        )
     if tuple(p.shape) != (features,):
         raise ValueError(
-            f"{name}: {label} has shape {tuple(p.shape)}, expected ({features},) to match the last dim of x"
+            _("{name}: {label} has shape {shape}, expected ({features},) to match the last dim of x").format(
+                name=name, label=label, shape=tuple(p.shape), features=features
+            )
         )
     if not p.is_floating_point():
-        raise TypeError(f"{name}: {label} has dtype {p.dtype}, expected a floating-point tensor")
+        raise TypeError(
+            _("{name}: {label} has dtype {dtype}, expected a floating-point tensor").format(
+                name=name, label=label, dtype=p.dtype
+            )
+        )
 
 
 def _compute_dtype(x: torch.Tensor) -> torch.dtype:
@@ -143,7 +161,9 @@ def batch_norm(
     _check_eps(eps, "batch_norm")
     if x.dim() not in (2, 3):
         raise ValueError(
-            f"batch_norm: x must be (N, D) or (N, T, D), got a {x.dim()}-d tensor of shape {tuple(x.shape)}"
+            _("batch_norm: x must be (N, D) or (N, T, D), got a {dim}-d tensor of shape {shape}").format(
+                dim=x.dim(), shape=tuple(x.shape)
+            )
         )
     features = x.shape[-1]
     _check_param(weight, "weight", features, "batch_norm")
@@ -151,9 +171,11 @@ def batch_norm(
     _check_param(running_mean, "running_mean", features, "batch_norm")
     _check_param(running_var, "running_var", features, "batch_norm")
     if (running_mean is None) != (running_var is None):
-        raise ValueError("batch_norm: give both running_mean and running_var, or neither")
+        raise ValueError(_("batch_norm: give both running_mean and running_var, or neither"))
     if isinstance(momentum, bool) or not isinstance(momentum, Real) or not 0.0 <= momentum <= 1.0:
-        raise ValueError(f"batch_norm: momentum must be a number in [0, 1], got {momentum!r}")
+        raise ValueError(
+            _("batch_norm: `momentum` must be a number in [0, 1], got {momentum!r}").format(momentum=momentum)
+        )
 
     h = x.to(_compute_dtype(x))
     dims = tuple(range(x.dim() - 1))  # every axis but the features
@@ -161,8 +183,10 @@ def batch_norm(
     if training:
         if count < 2:
             raise ValueError(
-                "batch_norm: training mode needs more than 1 value per feature to compute a variance, got input "
-                f"shape {tuple(x.shape)}"
+                _(
+                    "batch_norm: training mode needs more than 1 value per feature to compute a variance, got input "
+                    "shape {shape}"
+                ).format(shape=tuple(x.shape))
             )
         mean = h.mean(dim=dims)
         var = ((h - mean) ** 2).mean(dim=dims)  # biased, used to normalize
@@ -173,7 +197,7 @@ def batch_norm(
                 running_var.mul_(1 - momentum).add_(momentum * unbiased.to(running_var.dtype))
     else:
         if running_mean is None:
-            raise ValueError("batch_norm: eval mode (training=False) needs running_mean and running_var")
+            raise ValueError(_("batch_norm: eval mode (training=False) needs running_mean and running_var"))
         mean = running_mean.to(h.dtype)
         var = running_var.to(h.dtype)
     y = (h - mean) * torch.rsqrt(var + eps)

@@ -169,12 +169,12 @@ def describe_placements(placements) -> str:
         where = _("Each puts a norm on the stream itself")
     else:
         where = _("Only {names} puts a norm on the stream itself; the others leave it a plain sum").format(
-            names=", ".join(on_stream)
+            names=_(", ").join(on_stream)
         )
     return _(
         "One residual sub-layer per placement, the stream as a thick vertical arrow with F on a side branch; "
         "{equations}. {where}."
-    ).format(equations="; ".join(parts), where=where)
+    ).format(equations=_("; ").join(parts), where=where)
 
 
 def _box(ax, x, y, name, edge="black", lw=1.0):

@@ -26,7 +26,9 @@ def question_markdown(number: int, q: MultipleChoice) -> str:
     show = _("Show the answer")
     return (
         f"{_question(number)} {q.prompt_text()}\n\n{choices}\n\n"
-        f"<details><summary>{show}</summary>\n\n**({q.answer})**: {q.explanation_text()}\n\n</details>"
+        f"<details><summary>{show}</summary>\n\n"
+        + _("**({letter})**: {explanation}").format(letter=q.answer, explanation=q.explanation_text())
+        + "\n\n</details>"
     )
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .i18n import _
+from .i18n import N_, _
 from .model import GPTConfig
 from .placement_diagram import NORM, block_layouts
 
@@ -146,11 +146,11 @@ def recipe_config(name: str, **size) -> GPTConfig:
 # ----------------------------------------------------------------------------------------------------
 # what each config means, in words (the card's labels and the table's cells, all read from GPTConfig)
 # ----------------------------------------------------------------------------------------------------
-_PLACEMENT = {
-    "pre": "pre (x + F(N(x)))",
-    "post": "post (N(x + F(x)))",
-    "peri": "peri (x + N(F(N(x))))",
-    "reordered": "reordered (x + N(F(x)))",
+_PLACEMENT = {  # the GPTConfig placement name and its formula (shown with _())
+    "pre": N_("pre (x + F(N(x)))"),
+    "post": N_("post (N(x + F(x)))"),
+    "peri": N_("peri (x + N(F(N(x))))"),
+    "reordered": N_("reordered (x + N(F(x)))"),
 }
 
 
@@ -166,7 +166,7 @@ def _qk_label(cfg: GPTConfig) -> str:
 
 
 def _embed_label(cfg: GPTConfig) -> str:
-    return {None: _("plain"), "sqrt_d": "× √d", "l2": "e/|e|·√d"}[cfg.embed_scale]
+    return {None: _("plain"), "sqrt_d": "× √d", "l2": "e/‖e‖·√d"}[cfg.embed_scale]
 
 
 def _cap(value) -> str:
@@ -174,19 +174,20 @@ def _cap(value) -> str:
 
 
 def recipe_rows(names=None) -> list:
-    """One row per recipe, every cell read from its GPTConfig / TrainConfig fields."""
+    """One row per recipe, every cell read from its GPTConfig / TrainConfig fields (headers and words in the
+    course's language)."""
     rows = []
     for name in names or RECIPES:
         r = RECIPES[name]
         cfg = GPTConfig(**r.model)
         rows.append(
             {
-                "recipe": r.title,
-                "norm": _norm_label(cfg),
-                "placement": _PLACEMENT[cfg.placement],
+                _("recipe"): r.title,
+                _("norm"): _norm_label(cfg),
+                _("placement"): _(_PLACEMENT[cfg.placement]),
                 "QK-Norm": _qk_label(cfg) + (_(" (before RoPE)") if cfg.qk_norm else ""),
-                "softcap attn / out": f"{_cap(cfg.attn_softcap)} / {_cap(cfg.logit_softcap)}",
-                "embedding": _embed_label(cfg),
+                _("softcap attn / out"): f"{_cap(cfg.attn_softcap)} / {_cap(cfg.logit_softcap)}",
+                _("embedding"): _embed_label(cfg),
                 "z-loss": f"{r.train['z_loss']:g}" if r.train.get("z_loss") else _("none"),
             }
         )
@@ -226,10 +227,16 @@ def describe_recipes(names=None) -> str:
     parts = []
     for name in names or RECIPES:
         r = RECIPES[name]
-        seq = [label.replace("\n", ", ") for _kind, label in _card_steps(GPTConfig(**r.model), r.train)]
+        seq = [
+            " ".join(label.replace("\n", _(", ")).split())
+            for _kind, label in _card_steps(GPTConfig(**r.model), r.train)
+        ]
         parts.append(f"{r.title}: " + " → ".join(seq))
+    cards = parts[0]
+    for part in parts[1:]:  # one sentence per recipe in Japanese: the separator is a message of its own
+        cards = _("{cards}; {card}").format(cards=cards, card=part)
     return _("One card per recipe, from the embedding at the bottom to the LM head at the top. {cards}.").format(
-        cards="; ".join(parts)
+        cards=cards
     )
 
 

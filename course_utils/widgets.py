@@ -66,7 +66,7 @@ def live_figure(draw: Callable, controls: dict, describe: Callable | None = None
     for c in controls.values():
         c.observe(redraw, names="value")
     box = w.HBox(list(controls.values()), layout=layout or w.Layout(flex_flow="row wrap"))
-    names = ", ".join(controls)
+    names = _(", ").join(getattr(c, "description", "") or name for name, c in controls.items())  # as shown
     display(
         widget_bundle(
             box,

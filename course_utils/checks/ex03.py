@@ -224,9 +224,9 @@ BATCH_NORM_CHECK = FunctionCheck(
             "where n is the number of values per feature (N, or N·T)."
         ): lambda *a: _bn_variant(*a, running_unbiased=False),
         N_(
-            "your running statistics match running = momentum * running + (1 - momentum) * batch: the momentum is "
-            "on the wrong side. In PyTorch, momentum is the weight of the *new* batch: "
-            "running = (1 - momentum) * running + momentum * batch."
+            "your running statistics match `running = momentum * running + (1 - momentum) * batch`: the momentum is "
+            "on the wrong side. In PyTorch, `momentum` is the weight of the *new* batch: "
+            "`running = (1 - momentum) * running + momentum * batch`."
         ): lambda *a: _bn_variant(*a, swap_momentum=True),
         N_(
             "your output matches normalizing over the features (dim -1): that is LayerNorm. BatchNorm computes one "
@@ -257,7 +257,7 @@ BATCH_NORM_CHECK = FunctionCheck(
     in_place_hint=N_(
         "your function changed a tensor it was given (torch's module updates its buffers in place with "
         "mul_/add_). Here, compute new tensors and return them: "
-        "new_mean = (1 - momentum) * running_mean + momentum * mean."
+        "`new_mean = (1 - momentum) * running_mean + momentum * mean`."
     ),
 )
 
@@ -406,8 +406,9 @@ MASKED_STATS_CHECK = FunctionCheck(
     make_cases=_masked_cases,
     tolerance=TOLERANCE,
     hint=N_(
-        "select the real tokens with the mask (x[mask] is (number of real tokens, D)), or weight by "
-        "mask.unsqueeze(-1) and divide by mask.sum(); the variance is biased (divide by the number of real tokens)."
+        "select the real tokens with the mask (`x[mask]` is (number of real tokens, D)), or weight by "
+        "`mask.unsqueeze(-1)` and divide by `mask.sum()`; the variance is biased (divide by the number of real "
+        "tokens)."
     ),
     mistakes={
         N_(
@@ -424,7 +425,7 @@ MASKED_STATS_CHECK = FunctionCheck(
         ): lambda x, m: _masked_wrong(x, m, unbiased=True),
         N_(
             "your mean matches summing every position and dividing by the real count: that only works when the padding "
-            "is exactly zero. Multiply by the mask (or select x[mask]) before summing."
+            "is exactly zero. Multiply by the mask (or select `x[mask]`) before summing."
         ): lambda x, m: _masked_wrong(x, m, unmasked_sum=True),
     },
     reference=reference_masked_batch_stats,

@@ -289,7 +289,7 @@ BLOCK_FORBIDDEN = Forbidden(
     calls=("course_utils.model.Block",),
     hint=N_(
         "build the block from the given pieces, norm(x, params, 'norm1'), attention(x, params) and mlp(x, params); "
-        "the course's whole Block is what your output is compared with."
+        "the course's whole `Block` is what your output is compared with."
     ),
     why="the course's Block, loaded with these weights, is the reference: it computes the answer.",
 )
@@ -439,9 +439,9 @@ GRAD_NORMS_CHECK = FunctionCheck(
     make_cases=_grad_cases,
     tolerance=1e-4,
     hint=N_(
-        "register a hook on every parameter of block i (p.register_hook(fn)) that adds (grad ** 2).sum() to "
-        "total[i]; run loss.backward() once; return a tensor of the square roots, one per block; remove the "
-        "hooks afterwards (handle.remove())."
+        "register a hook on every parameter of block i (`p.register_hook(fn)`) that adds `(grad ** 2).sum()` to "
+        "`total[i]`; run `loss.backward()` once; return a tensor of the square roots, one per block; remove the "
+        "hooks afterwards (`handle.remove()`)."
     ),
     mistakes={
         N_(

@@ -653,7 +653,7 @@ def check_threshold_on_sweep(fn, sweep):
     marks = {"ok": N_("✓ ok"), "degraded": N_("✗ degraded"), "diverged": N_("✗ diverged")}
     others = [f"{r.lr:g} {shown(marks.get(r.status, r.status))}" for r in sweep.of("qk_norm") if r.lr >= measured]
     if others:
-        print("   " + _("QK-Norm at the same learning rates and above: {runs}").format(runs=", ".join(others)))
+        print("   " + _("QK-Norm at the same learning rates and above: {runs}").format(runs=_(", ").join(others)))
     return got
 
 
