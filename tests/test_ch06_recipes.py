@@ -37,7 +37,7 @@ def test_the_adoption_table_gets_the_verdicts_the_chapter_teaches():
         "Gemma 3": "wrong",
         "GLM-4.5/4.7": "agrees",
         "MiniMax-M2": "agrees",
-        "DeepSeek V3": "agrees",
+        "DeepSeek-V3": "agrees",
         "Llama 3": "agrees",
     }
     gemma3 = next(r for r in check_adoption_table() if r["model"] == "Gemma 3")
