@@ -76,7 +76,7 @@ def test_table_and_cards_are_read_from_the_configs(monkeypatch):
     assert rows["Gemma 3"]["softcap attn / out"] == "none / none" and rows["Gemma 2"]["softcap attn / out"] == "50 / 30"
     assert rows["OLMo 2"]["z-loss"] == "1e-05" and rows["Qwen3"]["QK-Norm"].startswith("per head")
     text = recipes.describe_recipes()
-    assert "Gemma 2: embedding  × √d → RMSNorm (1+w) → attention, softcap 50 → RMSNorm (1+w) → +" in text
+    assert "Gemma 2: embedding × √d → RMSNorm (1+w) → attention, softcap 50 → RMSNorm (1+w) → +" in text
     assert "OLMo 2: embedding → attention, QK-Norm full width → RMSNorm → +" in text
     # change a recipe and the card changes with it: nothing is drawn by hand
     changed = replace(recipes.RECIPES["llama3"], model={"norm": "rmsnorm", "placement": "post"})
