@@ -15,7 +15,7 @@
 #   make sandbox-deps  find bubblewrap, the grader's sandbox; as root, install Debian's bubblewrap if none
 #
 # Switches (each one a make variable):
-#   TORCH=cpu       Linux: PyTorch's CPU-only build (about 0.4 GB of downloads in all) instead of PyPI's default,
+#   TORCH=cpu       Linux: PyTorch's CPU-only build (about 0.5 GB of downloads in all) instead of PyPI's default,
 #                   the CUDA build (about 3.0 GB with the NVIDIA libraries; the README's table). Remembered in .venv,
 #                   so later commands need not repeat it; TORCH=default switches back. macOS: the same build either way.
 #   LAB_ARGS=...    more options for `jupyter lab` (see the lab target)
