@@ -6,7 +6,8 @@
 #   make lint       ruff: the linter and the formatter's check (`make format` rewrites)
 #   make execute    re-execute notebooks in place on CPU, regenerate + execute their exercises
 #                   (NB="chapters/02_x.ipynb solutions/ex02_x.ipynb" for just those)
-#   make exercises  regenerate exercises/ from solutions/
+#   make exercises  regenerate exercises/ from solutions/ (a learner's changed notebook is copied to backups/ first)
+#   make reset EX=ex01  start an exercise over; the current notebook is kept in backups/
 #   make translations  regenerate the Japanese edition (ja/, README.ja.md) from the English and i18n/ja/*.yaml
 #   make bench      print the measured benchmark figures
 #   make slides     export every chapter to reveal.js decks in artifacts/slides/ (open the .slides.html files)
@@ -15,9 +16,13 @@
 #   make sandbox-deps  find bubblewrap, the grader's sandbox; as root, install Debian's bubblewrap if none
 #
 # Switches (each one a make variable):
-#   TORCH=cpu       Linux: PyTorch's CPU-only build (about 0.5 GB of downloads in all) instead of PyPI's default,
-#                   the CUDA build (about 3.0 GB with the NVIDIA libraries; the README's table). Remembered in .venv,
-#                   so later commands need not repeat it; TORCH=default switches back. macOS: the same build either way.
+#   TORCH=auto      (the default for a new .venv) Linux: the CUDA build when an NVIDIA driver is present
+#                   (/proc/driver/nvidia/version, or `nvidia-smi -L` answers, as on WSL), else the CPU-only build;
+#                   one line says which. The choice is remembered in .venv/.torch, so later commands keep it.
+#   TORCH=cpu       Linux: PyTorch's CPU-only build (the README's table gives the downloads), whatever the machine has.
+#   TORCH=cuda      Linux: PyPI's default build, the CUDA one, with the NVIDIA libraries, e.g. to prepare a GPU
+#                   machine whose driver is not installed yet (`default`: the old name).
+#                   macOS: one build, whichever is chosen.
 #   LAB_ARGS=...    more options for `jupyter lab` (see the lab target)
 #   PYTHON=python3.12   the interpreter that creates .venv (supported versions: requires-python in pyproject.toml)
 #   COURSE_LANG=ja  the Japanese edition: `make lab` opens ja/chapters/00_welcome.ipynb (default: en, the English one).
@@ -28,17 +33,20 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check
-TORCH  ?= $(shell cat $(VENV)/.torch 2>/dev/null || echo default)
-STAMP  := $(VENV)/.course-installed-$(TORCH)
+TORCH  ?= $(shell cat $(VENV)/.torch 2>/dev/null || echo auto)
+# The NVIDIA check runs only when TORCH=auto ($(if) expands one branch). NVIDIA_PROC: the tests point it elsewhere.
+NVIDIA_PROC ?= /proc/driver/nvidia/version
+NVIDIA_DRIVER = $(shell [ "$$(uname -s)" = Linux ] && { [ -e $(NVIDIA_PROC) ] || nvidia-smi -L; } >/dev/null 2>&1 && echo yes)
+TORCH_BUILD = $(if $(filter auto,$(TORCH)),$(if $(NVIDIA_DRIVER),cuda,cpu),$(patsubst default,cuda,$(TORCH)))
+STAMP  := $(VENV)/.course-installed-$(TORCH_BUILD)
 JOBS   ?= 2
 NB     ?= $(wildcard chapters/*.ipynb solutions/*.ipynb ja/chapters/*.ipynb ja/solutions/*.ipynb)
 SOL    := $(filter solutions/% ja/solutions/%,$(NB))
-EX     := $(subst solutions/,exercises/,$(SOL))
-TORCH_VERSION   := $(shell sed -n 's/^torch==\([^ ;]*\).*/\1/p' requirements.txt)
+EX_NB  := $(subst solutions/,exercises/,$(SOL))
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 
-ifeq ($(filter $(TORCH),default cpu),)
-$(error TORCH must be `cpu` or `default`, not `$(TORCH)`)
+ifeq ($(filter $(TORCH),auto cpu cuda default),)
+$(error TORCH must be `auto`, `cpu` or `cuda`, not `$(TORCH)`)
 endif
 
 COURSE_LANG ?= en
@@ -51,32 +59,24 @@ EDITION := $(if $(filter ja,$(COURSE_LANG)),ja/)
 SLIDES_DIR   ?= artifacts/slides
 SLIDES_EXTRA ?=
 
-.PHONY: setup lab test matrix lint format lock execute exercises translations bench slides browser-deps sandbox-deps clean-venv
+.PHONY: setup torch-build reset lab test matrix lint format lock execute exercises translations bench slides browser-deps sandbox-deps clean-venv
 
 setup: $(STAMP)
 
-# 1. a supported Python (one sentence naming the fix otherwise); 2. the venv; 3. when the torch build changes,
-# remove the old one (pip would keep 2.13.0+cpu for ==2.13.0); 4. the lock, every file checked against its hash;
-# on the Linux CPU path, torch's CPU build from a local wheel folder that pip is configured with (an offline
-# training room's wheelhouse), else from PyTorch's CPU index; 5. course_utils, editable; 6. `pip check`.
-$(STAMP): pyproject.toml requirements.txt requirements-cpu.txt tools/check_python.py
+# 1. a supported Python (one sentence naming the fix otherwise); 2. tools/setup_venv.py: the venv, the lock with every
+# file checked against its hash (on the Linux CPU path, torch's CPU build from a local wheel folder that pip is
+# configured with, an offline training room's wheelhouse, else from PyTorch's CPU index), course_utils editable and
+# `pip check`. When pip fails it shows pip's whole output, then one sentence naming what was missing and the fix, and
+# removes a .venv that it created (no half-built .venv is left behind).
+$(STAMP): pyproject.toml requirements.txt requirements-cpu.txt tools/check_python.py tools/setup_venv.py
 	@$(PYTHON) tools/check_python.py
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@if [ -e $(VENV)/.torch ] && [ "$$(cat $(VENV)/.torch)" != "$(TORCH)" ]; then \
-	  echo "switching torch to the '$(TORCH)' build"; $(PIP) uninstall --yes --quiet torch; fi
-	rm -f $(VENV)/.course-installed-*
-	@if [ "$(TORCH)" = cpu ] && [ "$$(uname -s)" = Linux ]; then \
-	  set -x; \
-	  $(PIP) install --quiet --require-hashes -r requirements-cpu.txt && \
-	  { $(PIP) install --quiet --no-deps --no-index torch==$(TORCH_VERSION)+cpu 2>/dev/null || \
-	    $(PIP) install --quiet --no-deps --index-url $(TORCH_CPU_INDEX) torch==$(TORCH_VERSION)+cpu; }; \
-	else \
-	  set -x; $(PIP) install --quiet --require-hashes -r requirements.txt; \
-	fi
-	$(PIP) install --quiet --no-deps --no-build-isolation -e .
-	$(PIP) check
-	echo $(TORCH) > $(VENV)/.torch
-	touch $@
+	@$(PYTHON) tools/setup_venv.py --venv $(VENV) --torch $(TORCH_BUILD) --cpu-index $(TORCH_CPU_INDEX) \
+	  $(if $(filter auto,$(TORCH)),--detected)
+	@touch $@
+
+# Which PyTorch build `make` installs here, and why (the tests read it).
+torch-build:
+	@echo "$(TORCH_BUILD) (TORCH=$(TORCH)$(if $(filter auto,$(TORCH)),$(if $(NVIDIA_DRIVER),: NVIDIA driver found,: no NVIDIA driver)))"
 
 # JupyterLab serves the whole course (chapters/ and exercises/ side by side: root_dir is the repository, not the
 # welcome chapter's folder) and opens the welcome chapter. As root (a container, a cloud machine) it adds
@@ -89,9 +89,10 @@ $(STAMP): pyproject.toml requirements.txt requirements-cpu.txt tools/check_pytho
 LAB_ARGS   ?=
 ALLOW_ROOT  = $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root)
 LAB_CONFIG  = $(CURDIR)/tools/lab_settings/$(COURSE_LANG)
+WELCOME     = $(EDITION)chapters/00_welcome.ipynb
 lab: $(STAMP)
 	JUPYTER_CONFIG_PATH="$(LAB_CONFIG)$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH}" \
-	  $(BIN)/jupyter lab --ServerApp.root_dir=. $(ALLOW_ROOT) $(LAB_ARGS) $(EDITION)chapters/00_welcome.ipynb
+	  $(BIN)/jupyter lab --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/$(WELCOME) $(ALLOW_ROOT) $(LAB_ARGS) $(WELCOME)
 
 test: lint browser-deps sandbox-deps
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile
@@ -158,8 +159,16 @@ ifneq ($(SOL),)
 ifneq ($(filter ja/%,$(SOL)),)
 	$(BIN)/python tools/translate.py build
 endif
-	COURSE_DEVICE=cpu $(BIN)/python -m course_utils.nbtools execute $(EX)
+	COURSE_DEVICE=cpu $(BIN)/python -m course_utils.nbtools execute $(EX_NB)
 endif
+
+# A learner's notebook is never lost: `make exercises`, `make execute` and `make translations` copy one that holds
+# a learner's changes to backups/ before they rewrite it (course_utils/learner_work.py). `make reset EX=ex01` starts
+# an exercise over (COURSE_LANG=ja: the Japanese one), keeping a copy of the current one in backups/ the same way.
+EX ?=
+reset: $(STAMP)
+	@test -n "$(EX)" || { echo "which exercise? e.g. make reset EX=ex01"; exit 2; }
+	$(BIN)/python -m course_utils.learner_work reset "$(EX)" --lang $(COURSE_LANG)
 
 exercises: $(STAMP)
 	$(BIN)/python -m course_utils.exercises

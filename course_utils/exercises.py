@@ -19,7 +19,8 @@ and is replaced, at the marker's indentation, by
 Put learner parts inside functions, so the exercise notebook still runs top to bottom and its checks
 answer "not implemented yet". In Markdown cells the region becomes "YOUR ANSWER HERE". The generated
 notebook records in its metadata which exercise it is (the grader reads it; learners rename files).
-Outputs of cells whose source did not change are kept, so regenerating does not wipe executed outputs.
+Outputs of cells whose source did not change are kept, so regenerating does not wipe executed outputs, and a
+notebook holding a learner's answers is copied to backups/ before it is rewritten (course_utils.learner_work).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import re
 import sys
 from pathlib import Path
 
-from . import nbtools
+from . import learner_work, nbtools
 
 __all__ = ["BEGIN", "END", "strip_solutions", "make_exercise", "generate", "UnknownExercise", "ROOT"]
 
@@ -130,6 +131,7 @@ def generate(root: Path = ROOT, check: bool = False, only=None) -> list:
             stale.append(target.name)
         if not check:
             target.parent.mkdir(exist_ok=True)
+            learner_work.keep_a_copy(target, ex, root)  # a learner's answers are copied to backups/ first
             nbtools.write(ex, target)
     return stale
 

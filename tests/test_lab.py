@@ -272,6 +272,10 @@ def test_make_lab_serves_the_welcome_chapter(make_lab, request):
     assert status == 200 and b"JupyterLab" in page, page[:500]
     assert lab.get(f"/api/contents/{WELCOME}", token=False)[0] == 403
 
+    # with --no-browser, the address JupyterLab prints opens the welcome chapter (not the Launcher)
+    printed = [line.split()[-1] for line in output.splitlines() if f"127.0.0.1:{lab.port}/" in line]
+    assert printed and all(url.startswith(f"{lab.url}/lab/tree/{WELCOME}?token=") for url in printed), output[-3000:]
+
     # the whole course is served, not only the welcome chapter's folder: the exercises are one click away
     status, body = lab.get("/api/contents/exercises?content=1")
     assert status == 200 and json.loads(body)["type"] == "directory", body[:500]
@@ -296,6 +300,16 @@ def test_make_lab_selects_the_editions_language_for_jupyterlab(edition_lab):
     locale = LOCALE[lab.lang]
     recipe = recipe_of(lab.log())
     assert recipe.endswith(f" {'ja/' if lab.lang == 'ja' else ''}{WELCOME}"), recipe
+    # no pop-up asking whether to fetch Jupyter's news, and no update check: the course's settings overrides
+    status, body = lab.get("/lab/api/settings/@jupyterlab/apputils-extension:notification")
+    assert status == 200, body[:500]
+    properties = json.loads(body)["schema"]["properties"]
+    assert properties["fetchNews"]["default"] == "false" and properties["checkForUpdates"]["default"] is False
+    # nbgrader (locked for instructors) stays out of the learners' JupyterLab: no server extension, no menus
+    assert lab.get("/formgrader")[0] == 404
+    status, page = lab.get(f"/lab/tree/{'ja/' if lab.lang == 'ja' else ''}{WELCOME}")
+    config = json.loads(page.split(b'id="jupyter-config-data"', 1)[1].split(b">", 1)[1].split(b"</script>", 1)[0])
+    assert "@jupyter/nbgrader" in config["disabledExtensions"], config["disabledExtensions"]
     # the edition's default for JupyterLab's Language setting; the learner has chosen none (a private settings folder)
     status, body = lab.get(f"/lab/api/settings/{TRANSLATION}")
     assert status == 200, body[:500]

@@ -67,7 +67,7 @@ EDITION = ROOT / LANG
 GLOSSARY = I18N / "glossary.yaml"
 
 sys.path.insert(0, str(ROOT))
-from course_utils import exercises, nbtools  # noqa: E402
+from course_utils import exercises, learner_work, nbtools  # noqa: E402
 
 # ------------------------------------------------------------------------------------------------------------------
 # which documents, and where their translation files and Japanese versions live
@@ -532,6 +532,7 @@ def build(root: Path = ROOT, check: bool = False) -> list[str]:
             stale.append(rel(target, root))
         if not check:
             target.parent.mkdir(parents=True, exist_ok=True)
+            learner_work.keep_a_copy(target, nb, root)  # a learner's edits are copied to backups/ first
             nbtools.write(nbtools.strip_volatile(nb), target)
     for source in page_sources(root):
         target, text = build_page(source, root)
