@@ -47,6 +47,7 @@ import os
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 
 import torch
 
@@ -703,15 +704,42 @@ def stability_sweep(
 
 
 MAX_AUTO_WORKERS = 8  # each worker is a Python process with torch loaded (a few hundred MB of memory)
+CGROUP = Path("/sys/fs/cgroup")  # where a Linux process reads its own cgroup's limits
+
+
+def usable_cpus() -> int:
+    """The CPU cores this process may use: the cores it may run on (its affinity), and no more than its cgroup's CPU
+    limit. In a hub's container os.cpu_count() is the whole node's count; a limit of 2 cores (Kubernetes'
+    `cpu.limit`, TLJH's `limits.cpu`) reaches the process only as a CFS quota, read here from cgroup v2's cpu.max or
+    cgroup v1's cpu.cfs_quota_us. One worker per usable core keeps a learner's sweep inside what the hub gave them."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # macOS has no affinity
+        cores = os.cpu_count() or 1
+    quota = None
+    try:
+        text = (CGROUP / "cpu.max").read_text().split()
+        if text and text[0] != "max":
+            quota = int(text[0]) / int(text[1])
+    except (OSError, ValueError, IndexError):
+        try:
+            limit = int((CGROUP / "cpu" / "cpu.cfs_quota_us").read_text())
+            period = int((CGROUP / "cpu" / "cpu.cfs_period_us").read_text())
+            quota = limit / period if limit > 0 else None
+        except (OSError, ValueError, ZeroDivisionError):
+            quota = None
+    if quota is not None:
+        cores = min(cores, max(1, math.ceil(quota)))
+    return max(1, cores)
 
 
 def _worker_count(workers, n_calls: int) -> int:
-    n = min(os.cpu_count() or 1, MAX_AUTO_WORKERS) if workers == "auto" else int(workers)
+    n = min(usable_cpus(), MAX_AUTO_WORKERS) if workers == "auto" else int(workers)
     return max(1, min(n, n_calls))
 
 
 def parallel_map(fn, calls, workers="auto"):
-    """fn(*args) for each args in `calls`, in `workers` processes ("auto": one per CPU core, at most
+    """fn(*args) for each args in `calls`, in `workers` processes ("auto": one per usable CPU core, at most
     MAX_AUTO_WORKERS); yields the results
     in the order of `calls`, each as soon as it and those before it are done.
 

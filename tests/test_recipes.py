@@ -336,8 +336,32 @@ def test_parameter_count_with_the_new_switches(kw):
 
 
 def test_auto_workers_follow_the_cores_but_stay_bounded(monkeypatch):
-    monkeypatch.setattr(experiments.os, "cpu_count", lambda: 64)
+    monkeypatch.setattr(experiments, "usable_cpus", lambda: 64)
     assert experiments._worker_count("auto", 32) == experiments.MAX_AUTO_WORKERS == 8
     assert experiments._worker_count("auto", 3) == 3 and experiments._worker_count(1, 32) == 1
-    monkeypatch.setattr(experiments.os, "cpu_count", lambda: None)
+    monkeypatch.setattr(experiments, "usable_cpus", lambda: 1)
     assert experiments._worker_count("auto", 32) == 1
+
+
+@pytest.mark.parametrize(
+    "files, expected",
+    [
+        ({}, 16),  # no cgroup limit: every core the process may run on
+        ({"cpu.max": "max 100000\n"}, 16),  # cgroup v2, unlimited
+        ({"cpu.max": "200000 100000\n"}, 2),  # a hub's 2-core limit (Kubernetes cpu.limit, TLJH limits.cpu)
+        ({"cpu.max": "150000 100000\n"}, 2),  # 1.5 cores: two workers share them
+        ({"cpu.max": "50000 100000\n"}, 1),
+        ({"cpu/cpu.cfs_quota_us": "400000\n", "cpu/cpu.cfs_period_us": "100000\n"}, 4),  # cgroup v1
+        ({"cpu/cpu.cfs_quota_us": "-1\n", "cpu/cpu.cfs_period_us": "100000\n"}, 16),  # cgroup v1, unlimited
+        ({"cpu.max": "6400000 100000\n"}, 16),  # a limit above the cores: the cores
+    ],
+)
+def test_usable_cpus_honour_a_containers_cpu_limit(tmp_path, monkeypatch, files, expected):
+    """In a hub's container os.cpu_count() is the node's; the sweep must start one worker per core of the
+    learner's CPU limit, or 8 workers of a few hundred MB each run in a pod sized for 2."""
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    monkeypatch.setattr(experiments, "CGROUP", tmp_path)
+    monkeypatch.setattr(experiments.os, "sched_getaffinity", lambda pid: set(range(16)), raising=False)
+    assert experiments.usable_cpus() == expected
