@@ -169,8 +169,8 @@ def announce(build: str) -> None:
         return
     if build == "cpu":
         print(
-            "No NVIDIA driver on this machine: installing PyTorch's CPU-only build (the README's table gives its size); "
-            "`TORCH=cuda` installs the CUDA build instead."
+            "No NVIDIA driver on this machine: installing PyTorch's CPU-only build (the README's table gives its "
+            "size); `TORCH=cuda` installs the CUDA build instead."
         )
     else:
         print(
