@@ -37,6 +37,8 @@ from pathlib import Path
 
 import pytest
 
+from course_utils.checks.render import visible_text
+
 import browser_support as bs
 from conftest import ROOT
 
@@ -217,7 +219,8 @@ def test_exercise_runs_blank_then_takes_typed_code_in_jupyterlab(lab, browser, e
     old, new = MISTAKES[exercise.name[:4]]
     assert old in solution, f"{exercise.name}: the mistake's edit no longer matches the solution"
     mistake = solution.replace(old, new)
-    expected = check_output_here(exercise, mistake, check).strip()
+    # JupyterLab shows the verdict as HTML (course_utils/checks/render.py): its text without the markup (`, *)
+    expected = visible_text(check_output_here(exercise, mistake, check)).strip()
     assert expected.startswith("❌"), f"{exercise.name}: the check does not reject the mistake: {expected}"
 
     nb = bs.NotebookPage(browser, lab, exercise.relative_to(ROOT).as_posix())

@@ -23,6 +23,8 @@ The pieces, in the order a check uses them:
     CheckReport      the verdict on the whole check
     forbidden        what a task asks the learner not to call (checks/forbidden.py): a function that calls
                      it gets ❌ naming the call, whatever its outputs (`with_forbidden`)
+    show_verdict     how the verdict reaches the learner (checks/render.py): printed, or in Jupyter one output
+                     whose text/plain is that same text and whose text/html wraps at spaces
 
 Calling the learner's function is kept apart from judging its output, so that the instructors' grader
 can call the function in the learner's kernel and judge the output in its own process with this very
@@ -51,6 +53,7 @@ import torch
 from ..i18n import N_, _
 from . import forbidden as _forbidden
 from .forbidden import Forbidden
+from .render import show as show_verdict
 
 __all__ = [
     "Case",
@@ -194,7 +197,7 @@ class CaseResult:
 
 @dataclass
 class CheckReport:
-    """What a check found. `check_*` functions print it; the grader reads its fields."""
+    """What a check found. `check_*` functions show its text (`show_verdict`); the grader reads its fields."""
 
     name: str
     status: str  # "passed" | "failed" | "not-implemented" | "error"
@@ -314,7 +317,7 @@ class CheckReport:
         return f"CheckReport({self.name!r}, status={self.status!r}, cases={len(self.cases)})"
 
     def _ipython_display_(self):
-        """The check already printed this report; showing it again as the cell's value would repeat it."""
+        """The check already showed this report; showing it again as the cell's value would repeat it."""
 
 
 REVIEW_REASONS = {  # why what a function calls needs a person's eyes: course_utils.tracing's `tampered`, and more
@@ -761,7 +764,7 @@ class FunctionCheck:
 
     def __call__(self, fn, seed: int = 0) -> CheckReport:
         report = self.evaluate(fn, seed)
-        print(report.text())
+        show_verdict(report.text())
         return report
 
 

@@ -36,6 +36,7 @@ from .core import (
 from .forbidden import COURSE_NORMS, TORCH_NORMS, VARIANCE, Forbidden
 from .questions import MultipleChoice
 from .registry import Exercise, Graded
+from .render import show as show_verdict
 
 __all__ = [
     "EXERCISE",
@@ -279,7 +280,7 @@ def check_batch_norm_stream(fn, steps: int = 20, seed: int = 0) -> CheckReport:
         named = BATCH_NORM_CHECK.with_forbidden(report, forbidden.found(BATCH_NORM_CHECK, static, trace))
         named = BATCH_NORM_CHECK.traced(named, trace)
         named.name = name
-        print(named.text())
+        show_verdict(named.text())
         return named
 
     g = torch.Generator().manual_seed(seed)

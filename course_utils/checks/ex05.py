@@ -26,6 +26,7 @@ from .core import Case, CheckReport, FunctionCheck, describe_exception, shown
 from .forbidden import ATTENTION, Forbidden
 from .questions import MultipleChoice
 from .registry import Exercise, Graded
+from .render import show as show_verdict
 
 __all__ = [
     "EXERCISE",
@@ -364,17 +365,17 @@ def check_mini_sweep(fn):
     try:
         result = fn()
     except NotImplementedError:
-        print(CheckReport(name, "not-implemented").text())
+        show_verdict(CheckReport(name, "not-implemented").text())
         return None
     except (Exception, SystemExit) as exc:
-        print(
+        show_verdict(
             _("❌ {name}: raised {exception}").format(name=name, exception=shown(describe_exception(exc)))
             + "\n   "
             + _("Hint: call stability_sweep(...) and return its result.")
         )
         return None
     if not isinstance(result, SweepResult):
-        print(
+        show_verdict(
             _("❌ {name}: returned {type}, expected the result of stability_sweep(...)").format(
                 name=name, type=type(result).__name__
             )
@@ -385,7 +386,7 @@ def check_mini_sweep(fn):
     try:
         return _judge_mini_sweep(name, result, call)
     except Exception as exc:  # a SweepResult built or changed by hand: records that cannot be read, a logit of 0
-        print(
+        show_verdict(
             _("❌ {name}: the sweep's records could not be judged ({type})").format(name=name, type=type(exc).__name__)
             + "\n   "
             + _("Hint: return {call} unchanged.").format(call=call)
@@ -403,12 +404,12 @@ def _judge_mini_sweep(name: str, result, call: str):
     if len(result.lrs) != len(MINI_LRS) or not all(math.isclose(a, b) for a, b in zip(result.lrs, MINI_LRS)):
         problems.append(_("learning rates {got}, expected {expected}").format(got=result.lrs, expected=list(MINI_LRS)))
     if problems:
-        print(f"❌ {name}: " + "; ".join(problems) + "\n   " + _("Hint: return {call}.").format(call=call))
+        show_verdict(f"❌ {name}: " + "; ".join(problems) + "\n   " + _("Hint: return {call}.").format(call=call))
         return None
     top = max(MINI_LRS)
     ratio = result.get("baseline", top).max_attn_logit / result.get("qk_norm", top).max_attn_logit
     if not ratio >= 100:
-        print(
+        show_verdict(
             _(
                 "❌ {name}: at lr {lr:g} the baseline's largest logit is only {ratio:.1f}x QK-Norm's (expected >= 100x)"
             ).format(name=name, lr=top, ratio=ratio)
@@ -418,7 +419,7 @@ def _judge_mini_sweep(name: str, result, call: str):
             )
         )
         return None
-    print(
+    show_verdict(
         _(
             "✅ {name}: {runs} runs; at lr {lr:g} the baseline's largest attention logit is more than 100x QK-Norm's"
         ).format(name=name, runs=len(result), lr=top)
@@ -597,13 +598,13 @@ def check_threshold_on_sweep(fn, sweep):
     Returns the threshold, or None when there is none or the answer is wrong; never raises."""
     name = _("failure_threshold on your sweep")
     if sweep is None:
-        print(_("⏳ {name}: run the sweep of task 4a first.").format(name=name))
+        show_verdict(_("⏳ {name}: run the sweep of task 4a first.").format(name=name))
         return None
     try:
         runs = sweep.of("baseline")
         failed = [r.lr for r in runs if not r.survived]
         if not runs or not failed:
-            print(
+            show_verdict(
                 _("ℹ️ {name}: the baseline trained at every learning rate of this sweep: no threshold to find.").format(
                     name=name
                 )
@@ -612,7 +613,7 @@ def check_threshold_on_sweep(fn, sweep):
         measured = min(failed)
         args = sweep_arguments(sweep)
     except Exception as exc:  # a sweep built or changed by hand
-        print(
+        show_verdict(
             _("❌ {name}: the sweep's records could not be read ({type}); run task 4a's sweep again.").format(
                 name=name, type=type(exc).__name__
             )
@@ -622,7 +623,7 @@ def check_threshold_on_sweep(fn, sweep):
         out = fn(*args)
         got = out.item() if isinstance(out, torch.Tensor) and out.numel() == 1 else out
         if isinstance(got, bool) or not isinstance(got, (int, float)):
-            print(
+            show_verdict(
                 _("❌ {name}: returned {type}, expected a number (one learning rate)").format(
                     name=name, type=type(out).__name__
                 )
@@ -630,17 +631,17 @@ def check_threshold_on_sweep(fn, sweep):
             return None
         got = float(got)
     except NotImplementedError:
-        print(CheckReport(name, "not-implemented").text())
+        show_verdict(CheckReport(name, "not-implemented").text())
         return None
     except (Exception, SystemExit) as exc:
-        print(
+        show_verdict(
             _("❌ {name}: raised {exception}").format(name=name, exception=shown(describe_exception(exc)))
             + "\n   "
             + _("Hint: {hint}").format(hint=shown(FAILURE_THRESHOLD_CHECK.hint))
         )
         return None
     if not math.isclose(got, measured, rel_tol=1e-6):
-        print(
+        show_verdict(
             _(
                 "❌ {name}: your function says {got:g}, but the sweep's verdicts say the baseline first fails at lr "
                 "{measured:g}"
@@ -649,11 +650,16 @@ def check_threshold_on_sweep(fn, sweep):
             + _("Hint: compare your rule with the runs the sweep's table marks ✗.")
         )
         return None
-    print(_("✅ {name}: the baseline first fails at lr {lr:g}, as the sweep's verdicts say").format(name=name, lr=got))
+    lines = [
+        _("✅ {name}: the baseline first fails at lr {lr:g}, as the sweep's verdicts say").format(name=name, lr=got)
+    ]
     marks = {"ok": N_("✓ ok"), "degraded": N_("✗ degraded"), "diverged": N_("✗ diverged")}
     others = [f"{r.lr:g} {shown(marks.get(r.status, r.status))}" for r in sweep.of("qk_norm") if r.lr >= measured]
     if others:
-        print("   " + _("QK-Norm at the same learning rates and above: {runs}").format(runs=_(", ").join(others)))
+        lines.append(
+            "   " + _("QK-Norm at the same learning rates and above: {runs}").format(runs=_(", ").join(others))
+        )
+    show_verdict("\n".join(lines))  # one output: the verdict and what it shows of QK-Norm
     return got
 
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 from ..i18n import N_, _
 from .core import CaseResult, CheckReport, Message, describe_exception, shown
+from .render import show as show_verdict
 
 __all__ = ["MultipleChoice"]
 
@@ -103,11 +104,11 @@ class MultipleChoice:
         """Check `answer` and print the verdict in one line."""
         report = self.evaluate(answer)
         if report.status == "passed":
-            print(_("✅ {id}: correct. {why}").format(id=self.id, why=_sentence(report.hint)))
+            show_verdict(_("✅ {id}: correct. {why}").format(id=self.id, why=_sentence(report.hint)))
         elif report.status == "failed":
-            print(_("❌ {id}: not quite. {why}").format(id=self.id, why=_sentence(report.hint)))
+            show_verdict(_("❌ {id}: not quite. {why}").format(id=self.id, why=_sentence(report.hint)))
         else:
-            print(report.text())
+            show_verdict(report.text())
         return report
 
 
