@@ -23,6 +23,8 @@
 #   TORCH=cuda      Linux: PyPI's default build, the CUDA one, with the NVIDIA libraries, e.g. to prepare a GPU
 #                   machine whose driver is not installed yet (`default`: the old name).
 #                   macOS: one build, whichever is chosen.
+#   TORCH_CPU_INDEX=...  where the CPU path gets torch's CPU build when no local wheel folder has it (default:
+#                   PyTorch's CPU wheel index; a mirror of it for a training room)
 #   LAB_ARGS=...    more options for `jupyter lab` (see the lab target)
 #   PYTHON=python3.12   the interpreter that creates .venv (supported versions: requires-python in pyproject.toml)
 #   COURSE_LANG=ja  the Japanese edition: `make lab` opens ja/chapters/00_welcome.ipynb (default: en, the English one).
@@ -33,7 +35,9 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check
-TORCH  ?= $(shell cat $(VENV)/.torch 2>/dev/null || echo auto)
+# the build remembered in .venv/.torch (anything but one known word there counts as none: auto)
+TORCH_SAVED := $(strip $(shell cat $(VENV)/.torch 2>/dev/null))
+TORCH  ?= $(if $(and $(filter 1,$(words $(TORCH_SAVED))),$(filter auto cpu cuda default,$(TORCH_SAVED))),$(TORCH_SAVED),auto)
 # The NVIDIA check runs only when TORCH=auto ($(if) expands one branch). NVIDIA_PROC: the tests point it elsewhere.
 NVIDIA_PROC ?= /proc/driver/nvidia/version
 NVIDIA_DRIVER = $(shell [ "$$(uname -s)" = Linux ] && { [ -e $(NVIDIA_PROC) ] || nvidia-smi -L; } >/dev/null 2>&1 && echo yes)
@@ -45,7 +49,7 @@ SOL    := $(filter solutions/% ja/solutions/%,$(NB))
 EX_NB  := $(subst solutions/,exercises/,$(SOL))
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 
-ifeq ($(filter $(TORCH),auto cpu cuda default),)
+ifneq ($(words $(TORCH))$(filter $(TORCH),auto cpu cuda default),1$(strip $(TORCH)))
 $(error TORCH must be `auto`, `cpu` or `cuda`, not `$(TORCH)`)
 endif
 

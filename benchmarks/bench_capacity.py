@@ -138,11 +138,11 @@ def plan(figures: dict) -> dict:
     usable_gib = VM_MEMORY_GIB - SYSTEM_RESERVE_GIB
     usable_cores = VM_CORES - SYSTEM_RESERVE_CORES
     by_memory = math.floor(usable_gib / mem_limit_gib)
-    by_cpu = math.floor(usable_cores / cores_per_learner)
+    by_cpu = math.floor(usable_cores / cpu_guarantee)  # Kubernetes and TLJH pack learners by their guarantee
     per_vm = min(by_memory, by_cpu)
     tljh_vm = {
         "memory_gib": math.ceil(ROOM * mem_limit_gib + SYSTEM_RESERVE_GIB),
-        "cores": math.ceil(ROOM * cores_per_learner + SYSTEM_RESERVE_CORES),
+        "cores": math.ceil(round(ROOM * cpu_guarantee + SYSTEM_RESERVE_CORES, 6)),
     }
     gpu = figures["gpu_estimate"]
     return {

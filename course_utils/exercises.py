@@ -125,7 +125,7 @@ def generate(root: Path = ROOT, check: bool = False, only=None) -> list:
         if wanted is not None and solution.stem not in wanted:
             continue
         target = root / "exercises" / solution.name
-        previous = nbtools.read(target) if target.exists() else None
+        previous = learner_work.read_or_none(target)  # (a damaged file: regenerated, and kept in backups/)
         ex = make_exercise(solution, previous)
         if previous is None or learner_view(previous) != learner_view(ex):
             stale.append(target.name)

@@ -28,7 +28,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import nbtools
+from . import i18n, nbtools
 from .i18n import _
 
 __all__ = ["BACKUPS", "keep_a_copy", "reset", "exercise_path"]
@@ -89,6 +89,15 @@ def backup_path(path: Path, root: Path, now: datetime.datetime | None = None) ->
     return target
 
 
+def read_or_none(path: Path):
+    """The notebook at `path`, or None when there is none or it cannot be read (a damaged file is kept by
+    keep_a_copy all the same)."""
+    try:
+        return nbtools.read(path) if Path(path).exists() else None
+    except Exception:
+        return None
+
+
 def keep_a_copy(path: Path, new_nb, root: Path = ROOT, quiet: bool = False) -> Path | None:
     """Before `path` is overwritten with `new_nb`: copy it to backups/ when it holds cells that `new_nb` lacks and
     git does not hold them either. Returns the copy's path (None: nothing to keep)."""
@@ -137,10 +146,18 @@ def exercise_path(exercise: str, lang: str = "en", root: Path = ROOT) -> tuple[P
     return matches[0], base / "exercises" / matches[0].name
 
 
-def reset(exercise: str, lang: str = "en", root: Path = ROOT) -> Path:
-    """Start an exercise over: keep a copy of the current notebook in backups/, then write the fresh one."""
+def reset(exercise: str, lang: str | None = None, root: Path = ROOT) -> Path:
+    """Start an exercise over: keep a copy of the current notebook in backups/, then write the fresh one.
+    lang: the edition ("en" or "ja"); by default the one this notebook's kernel speaks (a cell in ja/exercises/
+    resets the Japanese exercise)."""
     from . import exercises
 
+    lang = lang or i18n.language()
+    with i18n.using(lang):
+        return _reset(exercises, exercise, lang, root)
+
+
+def _reset(exercises, exercise: str, lang: str, root: Path) -> Path:
     solution, target = exercise_path(exercise, lang, root)
     fresh = exercises.make_exercise(solution, None)
     if target.exists():

@@ -60,7 +60,7 @@ def test_the_plan_is_the_json_through_the_stated_arithmetic():
     usable_gib = bench_capacity.VM_MEMORY_GIB - bench_capacity.SYSTEM_RESERVE_GIB
     usable_cores = bench_capacity.VM_CORES - bench_capacity.SYSTEM_RESERVE_CORES
     assert PLAN["learners_per_vm_by_memory"] == int(usable_gib // mem)
-    assert PLAN["learners_per_vm_by_cpu"] == int(usable_cores // cores_each)
+    assert PLAN["learners_per_vm_by_cpu"] == int(usable_cores // PLAN["cpu_guarantee"])  # packed by guarantee
     per_vm = min(PLAN["learners_per_vm_by_memory"], PLAN["learners_per_vm_by_cpu"])
     assert PLAN["learners_per_vm"] == per_vm
     assert PLAN["nodes_for_cohort"] == -(-bench_capacity.COHORT // per_vm)

@@ -129,3 +129,23 @@ def test_every_notebook_writer_keeps_learners_work():
         if name in allowed:
             continue
         assert "keep_a_copy(" in text, f"{name} writes notebooks without learner_work.keep_a_copy"
+
+
+def test_a_damaged_notebook_is_kept_and_regenerated(tmp_path):
+    root = course_copy(tmp_path)
+    target = root / "exercises" / NAME
+    target.write_text('{"cells": [ this is not JSON any more')
+    exercises.generate(root, only=["ex01_layernorm"])  # no traceback: the damaged file is copied, then rewritten
+    (copy,) = backups(root)
+    assert copy.read_text().startswith('{"cells": [ this is not JSON')
+    assert nbtools.read(target).cells
+
+
+def test_reset_speaks_the_editions_language(tmp_path, capsys):
+    root = course_copy(tmp_path)
+    (root / "ja").mkdir()
+    shutil.copytree(root / "solutions", root / "ja" / "solutions")
+    shutil.copytree(root / "exercises", root / "ja" / "exercises")
+    assert learner_work.reset("ex01", lang="ja", root=root) == root / "ja" / "exercises" / NAME
+    said = capsys.readouterr().out
+    assert "配布されたときの状態" in said and "handed out" not in said

@@ -87,6 +87,9 @@ def test_torch_forces_a_build_and_the_choice_is_remembered(tmp_path):
     assert torch_build(tmp_path, nvidia_smi=answering) == "cpu (TORCH=cpu)"  # remembered, not re-detected
     assert torch_build(tmp_path, "TORCH=auto", nvidia_smi=answering) == "cuda (TORCH=auto: NVIDIA driver found)"
     assert "TORCH must be `auto`, `cpu` or `cuda`, not `gpu`" in torch_build(tmp_path, "TORCH=gpu")
+    assert "not `cpu cuda`" in torch_build(tmp_path, "TORCH=cpu cuda")
+    (tmp_path / ".venv" / ".torch").write_text("garbage here\n")  # a damaged record counts as none: detect again
+    assert torch_build(tmp_path, nvidia_smi=answering) == "cuda (TORCH=auto: NVIDIA driver found)"
 
 
 def copy_setup(tmp_path: Path) -> Path:
@@ -161,7 +164,8 @@ def test_torch_missing_from_every_source_shows_both_attempts(tmp_path):
     assert output.count("No matching distribution found for torch==") == 2, output
     (sentence,) = [line for line in output.splitlines() if line.startswith("*** Setup stopped:")]
     assert "torch==" in sentence and "+cpu" in sentence and empty in sentence, sentence
-    assert "kept as it was" in sentence
+    assert "TORCH_CPU_INDEX" in sentence, "the CPU index is make's TORCH_CPU_INDEX, not PIP_INDEX_URL"
+    assert "is kept, perhaps incomplete" in sentence
     assert (root / ".venv" / "bin" / "python").exists()
     assert not list((root / ".venv").glob(".course-installed-*")), "the stamp must go, so that make retries"
 
@@ -176,8 +180,28 @@ def test_the_sentence_names_the_machine_when_no_wheel_exists_for_it(monkeypatch)
     monkeypatch.setattr(setup_venv, "wheels_published_for_this_machine", lambda: False)
     monkeypatch.setattr(setup_venv, "machine", lambda: "CPython 3.12.1 on Linux x86_64 without glibc")
     sentence = setup_venv.explain(pip_said, "https://download.pytorch.org/whl/cpu")
-    assert sentence.startswith("no wheel of torch==2.13.0+cpu from https://download.pytorch.org/whl/cpu fits")
+    assert sentence.startswith("no wheel of torch==2.13.0+cpu (https://download.pytorch.org/whl/cpu) fits")
     assert "without glibc" in sentence and "PYTHON=python3.12" in sentence
     offline = "WARNING: Retrying ... after connection broken by 'NewConnectionError(...)'\n" + pip_said
     assert "could not reach the package index" in setup_venv.explain(offline, None)
     assert "the error shown above" in setup_venv.explain("ERROR: something else\n", None)
+
+
+@pytest.mark.slow
+def test_a_folder_found_there_is_never_removed(tmp_path):
+    """A .venv folder that existed before the run (even without a Python in it) is not the run's to delete."""
+    root = copy_setup(tmp_path)
+    (root / "requirements-cpu.txt").write_text("# nothing but torch is missing in this test\n")
+    (root / ".venv").mkdir()
+    (root / ".venv" / "notes.txt").write_text("a learner's file\n")
+    done = subprocess.run(
+        [sys.executable, "tools/setup_venv.py", "--torch", "cpu", "--venv", ".venv"],
+        cwd=root,
+        env=offline_env(tmp_path, PIP_FIND_LINKS=str(tmp_path / "no-wheels-here")),
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert (root / ".venv" / "notes.txt").read_text() == "a learner's file\n"

@@ -68,7 +68,7 @@ def wheels_published_for_this_machine() -> bool:
 
 def explain(output: str, index: str | None) -> str:
     """One sentence from pip's output: what was missing and how to fix it."""
-    where = f" from {index}" if index else ""
+    where = f" ({index})" if index else ""
     missing = MISSING.findall(output)
     if NETWORK_ERRORS.search(output):
         what = f"{missing[-1]} " if missing else "the packages "
@@ -77,17 +77,23 @@ def explain(output: str, index: str | None) -> str:
             "a proxy that needs HTTPS_PROXY): connect and run the same command again, or point PIP_FIND_LINKS at "
             "a folder of wheels (an offline training room's wheelhouse)."
         )
-    if missing and wheels_published_for_this_machine():
-        return (
-            f"the package index{where or ' pip is configured with'} has no {missing[-1]} for this machine "
-            f"({machine()}), though PyPI publishes one: check PIP_INDEX_URL and `pip config list` (a mirror that "
-            "lacks it), or point PIP_FIND_LINKS at a folder holding that wheel, and run the same command again."
-        )
-    if missing:
+    if missing and not wheels_published_for_this_machine():
         return (
             f"no wheel of {missing[-1]}{where} fits this machine ({machine()}): the course supports CPython "
             "3.11-3.13 on Linux x86_64 or aarch64 and macOS on Apple silicon, so run the same command with such a "
             "Python (e.g. `make lab PYTHON=python3.12`), or point PIP_FIND_LINKS at a folder holding that wheel."
+        )
+    if missing and index and "+cpu" in missing[-1]:
+        return (
+            f"{index} has no {missing[-1]} for this machine ({machine()}): check that the address is PyTorch's CPU "
+            "wheel index (make's TORCH_CPU_INDEX), or point PIP_FIND_LINKS at a folder holding that wheel, and run "
+            "the same command again."
+        )
+    if missing:
+        return (
+            f"the package index{where or ' pip is configured with'} has no {missing[-1]} for this machine "
+            f"({machine()}), though PyPI publishes one: check PIP_INDEX_URL and `pip config list` (a mirror that "
+            "lacks it), or point PIP_FIND_LINKS at a folder holding that wheel, and run the same command again."
         )
     return f"pip stopped with the error shown above ({machine()}); fix that and run the same command again."
 
@@ -188,16 +194,21 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.detected:
         announce(args.torch)
-    created = not (args.venv / "bin" / "python").exists()
+    created = not args.venv.exists()  # only a folder this run makes is removed on failure, never one found here
     try:
         setup(args.venv, args.torch, args.cpu_index)
     except (SetupFailed, subprocess.CalledProcessError, KeyboardInterrupt) as failed:
-        sentence = failed.args[0] if isinstance(failed, SetupFailed) else f"`{failed}` failed"
+        if isinstance(failed, SetupFailed):
+            sentence = failed.args[0]
+        elif isinstance(failed, KeyboardInterrupt):
+            sentence = "interrupted"
+        else:
+            sentence = f"`{' '.join(map(str, failed.cmd))}` failed with the error shown above"
         if created:
             shutil.rmtree(args.venv, ignore_errors=True)
             left = f"{args.venv.name} was removed, so nothing half-built is left"
         else:
-            left = f"{args.venv.name} is kept as it was, and the next `make` installs again"
+            left = f"{args.venv.name} is kept, perhaps incomplete, and the next `make` installs again"
         print(f"\n*** Setup stopped: {sentence} ({left}.)\n", file=sys.stderr)
         return 1
     return 0

@@ -474,9 +474,8 @@ def build_notebook(source: Path, root: Path = ROOT):
     en_units = {u.key: u for u in units(source)}
     nb = nbtools.read(source)
     ja = copy.deepcopy(nb)
-    previous = {}
-    if target.exists():
-        previous = {c.get("id"): c for c in nbtools.read(target).cells}
+    stored = learner_work.read_or_none(target)
+    previous = {c.get("id"): c for c in stored.cells} if stored is not None else {}
     for cell in ja.cells:
         entry = entries.get(cell.get("id"))
         if cell.cell_type in ("markdown", "raw"):  # (English where a translation is missing: `check` reports it)
@@ -523,7 +522,7 @@ def build(root: Path = ROOT, check: bool = False) -> list[str]:
     stale = []
     for source in notebook_sources(root):
         target, nb = build_notebook(source, root)
-        old = nbtools.read(target) if target.exists() else None
+        old = learner_work.read_or_none(target)
         if (
             old is None
             or notebook_view(old) != notebook_view(nb)

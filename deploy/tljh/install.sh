@@ -26,12 +26,19 @@ cd "$COURSE_DIR"
 "$USER_PY" tools/check_python.py  # the user environment's Python must be one the lock supports
 "$USER_PY" -m pip install --no-cache-dir --require-hashes -r requirements-cpu.txt
 torch_version=$(sed -n 's/^torch==\([^ ;]*\).*/\1/p' requirements.txt)
-"$USER_PY" -m pip uninstall --yes --quiet torch || true  # pip would keep another build of the same version
-"$USER_PY" -m pip install --no-cache-dir --no-deps --index-url https://download.pytorch.org/whl/cpu "torch==${torch_version}+cpu"
+# torch's CPU build, unless it is there already: a reinstall would leave learners' new kernels without torch for a
+# while (pip would keep another build of the same version, hence the uninstall)
+if ! "$USER_PY" -c "import sys, torch; sys.exit(torch.__version__ != '${torch_version}+cpu')" 2>/dev/null; then
+  "$USER_PY" -m pip uninstall --yes --quiet torch || true
+  "$USER_PY" -m pip install --no-cache-dir --no-deps --index-url https://download.pytorch.org/whl/cpu "torch==${torch_version}+cpu"
+fi
 "$USER_PY" -m pip install --no-cache-dir --no-deps --no-build-isolation -e .
 "$USER_PY" -m pip check
 
-install -m 0644 deploy/tljh/jupyterhub_config.d/course.py /opt/tljh/config/jupyterhub_config.d/course.py
+# the hub's configuration, with this run's COURSE_REPO and COURSE_BRANCH in the learners' nbgitpuller link
+sed -e "s|^COURSE_REPO = .*|COURSE_REPO = \"${COURSE_REPO}\"|" -e "s|^COURSE_BRANCH = .*|COURSE_BRANCH = \"${COURSE_BRANCH}\"|" \
+  deploy/tljh/jupyterhub_config.d/course.py > /opt/tljh/config/jupyterhub_config.d/course.py
+chmod 0644 /opt/tljh/config/jupyterhub_config.d/course.py
 
 tljh-config set user_environment.default_app jupyterlab
 tljh-config set limits.memory 3.25G

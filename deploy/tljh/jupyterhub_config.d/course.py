@@ -4,7 +4,8 @@
 Every learner's server opens the nbgitpuller link: the first start clones the course into ~/normalization-course,
 later starts merge new commits without overwriting a learner's edits, then chapter 00 opens. JupyterLab's menus
 speak the edition's language as with `make lab` (tools/lab_settings/<en|ja>; "ja" for a Japanese-speaking room).
-Change COURSE_REPO to your fork, as in install.sh (tests/test_deploy.py checks that both and deploy/z2jh agree).
+install.sh writes its COURSE_REPO and COURSE_BRANCH into the two lines below when it copies this file
+(tests/test_deploy.py checks that the defaults here, in install.sh and in deploy/z2jh agree).
 """
 
 from urllib.parse import quote, urlencode
