@@ -10,6 +10,7 @@
 #   make reset EX=ex01  start an exercise over; the current notebook is kept in backups/
 #   make translations  regenerate the Japanese edition (ja/, README.ja.md) from the English and i18n/ja/*.yaml
 #   make bench      print the measured benchmark figures
+#   make site       the website, both editions, from the stored notebooks: artifacts/site/ (any static host serves it)
 #   make slides     export every chapter to reveal.js decks in artifacts/slides/ (open the .slides.html files)
 #   make lock       re-resolve uv.lock from pyproject.toml and regenerate requirements*.txt and environment.yml
 #   make browser-deps  find Chromium/Chrome for the browser tests; as root, install Debian's chromium if none
@@ -63,7 +64,7 @@ EDITION := $(if $(filter ja,$(COURSE_LANG)),ja/)
 SLIDES_DIR   ?= artifacts/slides
 SLIDES_EXTRA ?=
 
-.PHONY: setup torch-build reset lab test matrix lint format lock execute exercises translations bench slides browser-deps sandbox-deps clean-venv
+.PHONY: setup torch-build reset lab test matrix lint format lock execute exercises translations bench site slides browser-deps sandbox-deps clean-venv
 
 setup: $(STAMP)
 
@@ -201,6 +202,14 @@ bench: $(STAMP)
 # so the decks open from the file system with no network. SLIDES_EXTRA: more nbconvert options.
 slides: $(STAMP)
 	$(BIN)/python tools/slides.py $(SLIDES_DIR) $(SLIDES_EXTRA)
+
+# The website (tools/build_site.py): every chapter, exercise (blank), instructor page and the grading guide, English
+# in $(SITE_DIR)/en/ and Japanese in $(SITE_DIR)/ja/, built by Sphinx with MyST-NB from the stored notebooks (nothing
+# is executed) with the pinned MathJax of the slides, so that neither building nor reading needs the network. Open
+# $(SITE_DIR)/index.html, or serve the folder from any static host (.github/workflows/site.yml: GitHub Pages).
+SITE_DIR ?= artifacts/site
+site: $(STAMP)
+	$(BIN)/python tools/build_site.py $(SITE_DIR)
 
 lock: $(STAMP)
 	$(BIN)/python tools/lock.py

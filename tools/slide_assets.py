@@ -68,11 +68,14 @@ def tarball(name: str, spec: dict, cache: Path = CACHE) -> bytes:
     return data
 
 
-def install(target: Path, cache: Path = CACHE) -> list:
-    """Unpack every locked package into target/<name>/ (skipped when target/<name>/.version matches)."""
+def install(target: Path, cache: Path = CACHE, only=None) -> list:
+    """Unpack every locked package (or those named in `only`: the website needs MathJax alone) into target/<name>/
+    (skipped when target/<name>/.version matches)."""
     target = Path(target)
     done = []
     for name, spec in lock().items():
+        if only is not None and name not in only:
+            continue
         dest = target / name
         stamp = dest / ".version"
         if stamp.exists() and stamp.read_text() == spec["integrity"]:
