@@ -77,12 +77,13 @@ ROOT_PAGE = """<!DOCTYPE html>
 <title>Normalization and training stability · 正規化と学習の安定性</title>
 <style>
 body {{ font-family: system-ui, sans-serif; max-width: 40rem; margin: 4rem auto; padding: 0 1rem; line-height: 1.6 }}
-a {{ font-size: 1.25rem }}
+li a {{ font-size: 1.25rem }}
+.ja {{ font-size: 1.5rem; margin-top: -1rem }}
 </style>
 </head>
 <body>
 <h1>Normalization and training stability</h1>
-<p lang="ja">正規化と学習の安定性</p>
+<p lang="ja" class="ja">正規化と学習の安定性</p>
 <ul>
 <li><a href="en/index.html" hreflang="en">English</a></li>
 <li><a href="ja/index.html" hreflang="ja" lang="ja">日本語</a></li>
