@@ -50,7 +50,7 @@ BRANCH = "main"
 SECTIONS = (
     ("chapters", "*.ipynb", {"en": "Chapters", "ja": "章"}),
     ("exercises", "*.ipynb", {"en": "Exercises", "ja": "演習"}),
-    ("instructor", "*.md", {"en": "For instructors", "ja": "講師向け"}),
+    ("instructor", "*.md", {"en": "For instructors", "ja": "講師の方へ"}),
     ("docs", "grading.md", {"en": "Grading", "ja": "採点"}),
 )
 INTRO = {
@@ -62,9 +62,9 @@ INTRO = {
     ),
     "ja": (
         "**レイヤー正規化（LayerNorm）を手で計算する**ところから、**小さなTransformerでのQK-Norm注意機構**までを"
-        "たどる、対話型の講座です。このサイトの各ページは、講座のノートブックを最後に実行したときの出力付きで"
-        "載せたものです。自分で実行するには、ノートブックのページ上部にある「Colabで開く」か「Binderで起動」の"
-        "リンクを使うか、リポジトリをクローンして `make lab COURSE_LANG=ja` と入力してください。"
+        "たどる、対話型の講座です。このサイトの各ページは、講座のノートブックを最後に実行したときの出力とともに掲載した"
+        "ものです。自分で実行するには、ノートブックのページ上部にある「Colabで開く」または「Binderで起動」のリンクを"
+        "使うか、リポジトリをクローンして `make lab COURSE_LANG=ja` を実行してください。"
     ),
 }
 TITLE = {"en": "Normalization and training stability", "ja": "正規化と学習の安定性"}

@@ -24,7 +24,7 @@ from docutils import nodes
 LABELS = {
     # the link to the other edition is written in that edition's language
     "en": {"other": "日本語", "colab": "Open in Colab", "binder": "Launch Binder", "nav": "This page elsewhere"},
-    "ja": {"other": "English", "colab": "Colabで開く", "binder": "Binderで起動", "nav": "このページの別の版と実行環境"},
+    "ja": {"other": "English", "colab": "Colabで開く", "binder": "Binderで起動", "nav": "このページを別の場所で開く"},
 }
 TITLES = {"en": "Normalization and training stability", "ja": "正規化と学習の安定性"}
 IMAGE_HASH = re.compile(r"([0-9a-f]{64})\.\w+$")
