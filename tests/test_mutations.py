@@ -9,7 +9,10 @@ the wrong axis, momentum the wrong way round, ...). tests/mutants/harness.py say
 grader's kernel messenger and judge).
 
 This file holds exercises 01, 02, 03 and 05 and the suite's own checks; tests/test_mutations_ex04.py exercise 04,
-tests/test_mutations_ex06.py exercise 06.
+tests/test_mutations_ex06.py exercise 06. Why three files and not one parametrised file: `make test` runs
+pytest-xdist with `--dist loadfile` (nbval needs a notebook's cells in order, in one worker), which hands each file
+to one worker whole. The suite is the longest unit test, so it is cut into three files that the two workers share;
+the tests themselves live once, in tests/mutants/harness.py, and each file only names its functions (NAMES).
 Size (with exercises 04 and 06): 16 functions, 179 mutants + 16 independent implementations, 31 seeds, 2 paths.
 """
 
