@@ -26,6 +26,7 @@ for _name, _value in ENVIRONMENT_DEFAULTS.items():
 # edition's kernels speak Japanese; see course_utils/i18n.py). A COURSE_LANG left in the shell would override it for
 # every kernel and make the English edition's stored outputs differ, so the tests never inherit one.
 os.environ.pop("COURSE_LANG", None)
+os.environ.pop("COURSE_NOTEBOOK_LANG", None)  # (each notebook's first cell sets its own; see tools/first_cell.py)
 
 
 def pytest_configure(config):

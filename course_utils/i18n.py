@@ -18,7 +18,12 @@ The language, first match wins:
 2. the environment variable `COURSE_LANG` (`en` or `ja`), which the grader also passes to its kernels;
 3. a `.course_lang` file in the current folder or a folder above it: `ja/.course_lang` holds `ja`, so a kernel
    started for a notebook of the Japanese edition (its cwd is the notebook's folder) speaks Japanese;
-4. English.
+4. the notebook's own language, `COURSE_NOTEBOOK_LANG`, which the first cell of every notebook sets ("en", or "ja"
+   in the Japanese edition): a notebook opened on its own (in Colab, or downloaded) has no `.course_lang` above it,
+   and still speaks its edition's language. It ranks below the marker, so a room that puts a `.course_lang` holding
+   `ja` above the English notebooks keeps their checks in Japanese (a `COURSE_LANG` set by the cell would override
+   it); tools/first_cell.py writes the cell;
+5. English.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ __all__ = [
     "DOMAINS",
     "LOCALE_DIR",
     "MARKER",
+    "NOTEBOOK_ENV",
     "language",
     "folder_language",
     "set_language",
@@ -48,6 +54,7 @@ LANGUAGES = ("en", "ja")
 DOMAINS = ("course_utils", "checks")
 LOCALE_DIR = Path(__file__).resolve().parent / "locale"
 MARKER = ".course_lang"
+NOTEBOOK_ENV = "COURSE_NOTEBOOK_LANG"
 
 _chosen: str | None = None
 
@@ -77,8 +84,12 @@ def language() -> str:
     try:
         here = os.getcwd()
     except OSError:  # the folder was removed under us
-        return "en"
-    return _marker_language(here) or "en"
+        here = None
+    marked = _marker_language(here) if here is not None else None
+    if marked:
+        return marked
+    notebook = (os.environ.get(NOTEBOOK_ENV) or "").strip().lower()
+    return notebook if notebook in LANGUAGES else "en"
 
 
 def folder_language(folder) -> str:

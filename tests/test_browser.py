@@ -199,7 +199,9 @@ def check_output_here(exercise, code: str, check: str) -> str:
 
     from course_utils import i18n
 
-    cells = [c for c in json.loads(exercise.read_text())["cells"] if c["cell_type"] == "code"]
+    cells = [  # (the first cell, tools/first_cell.py, installs nothing here and would set this process's language)
+        c for c in json.loads(exercise.read_text())["cells"] if c["cell_type"] == "code" and c.get("id") != "first-cell"
+    ]
     namespace: dict = {}
     exec("".join(cells[0]["source"]), namespace)
     exec(code, namespace)

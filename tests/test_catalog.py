@@ -6,8 +6,8 @@
   and English names, starts with the same Markdown marker, and uses no form the glossary forbids.
 * `i18n.using("ja")` switches what is shown at render time, although the modules were imported in English: the
   quiz's button and feedback, a figure's title (drawn without missing glyphs), the grader's feedback file.
-* The language rules: set_language > COURSE_LANG > a `.course_lang` marker above the working folder > English,
-  and an unknown language is refused.
+* The language rules: set_language > COURSE_LANG > a `.course_lang` marker above the working folder > the notebook's
+  own (its first cell's COURSE_NOTEBOOK_LANG: tests/test_first_cell.py) > English, and an unknown language is refused.
 * The catalog tool itself fails on an out-of-date catalog (a tiny package in tmp_path).
 """
 
@@ -300,6 +300,7 @@ def test_grader_lang_flag(monkeypatch):
 def automatic(monkeypatch):
     """No language chosen in code or in the environment: the marker rule decides."""
     monkeypatch.delenv("COURSE_LANG", raising=False)
+    monkeypatch.delenv(i18n.NOTEBOOK_ENV, raising=False)
     before = i18n._chosen
     i18n.set_language(None)
     yield monkeypatch

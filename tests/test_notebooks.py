@@ -214,8 +214,10 @@ def test_compared_part_keeps_every_output_nbval_compares():
     nb = json.loads((ROOT / "chapters" / "00_welcome.ipynb").read_text())
     code = [c for c in nb["cells"] if c["cell_type"] == "code"]
     view = [c["outputs"] for c in compared_part(json.loads(json.dumps(nb)))["cells"] if c["cell_type"] == "code"]
-    assert view[0] == "ignored by nbval" and code[0]["source"][0].startswith("# NBVAL_IGNORE_OUTPUT")
-    assert view[1:] == [c["outputs"] for c in code[1:]] and any(view[1:])
+    # code[0]: the first cell (tools/first_cell.py), which shows nothing; code[1]: the environment report
+    assert view[0] == code[0]["outputs"] == [] and code[0]["id"] == "first-cell"
+    assert view[1] == "ignored by nbval" and code[1]["source"][0].startswith("# NBVAL_IGNORE_OUTPUT")
+    assert view[2:] == [c["outputs"] for c in code[2:]] and any(view[2:])
     assert "version" not in nb["metadata"]["language_info"], "nbtools.execute stores no Python patch version"
 
 
@@ -318,11 +320,11 @@ def test_a_marker_nbval_honours_or_no_marker_is_not_reported(source):
 
 def test_the_welcome_chapter_with_its_old_malformed_marker_is_reported():
     nb = nbtools.read(ROOT / "chapters" / "00_welcome.ipynb")
-    cell = nbtools.code_cells(nb)[0]
+    cell = nbtools.code_cells(nb)[1]  # (code cell 0 is the first cell, tools/first_cell.py)
     assert cell.source.startswith("# NBVAL_IGNORE_OUTPUT\n")
     old = "# NBVAL_IGNORE_OUTPUT  (versions differ between machines)"
     cell.source = cell.source.replace("# NBVAL_IGNORE_OUTPUT\n", old + "\n", 1)
-    assert nbval_marker_problems(nb) == [f"Cell 0: nbval does not read {old!r} as a marker"]
+    assert nbval_marker_problems(nb) == [f"Cell 1: nbval does not read {old!r} as a marker"]
 
 
 @pytest.mark.slow
