@@ -119,6 +119,7 @@ def test_every_notebook_writer_keeps_learners_work():
         "tools/slides.py": "temporary deck notebooks under artifacts/",
         "tools/cpu_matrix.py": "temporary copies in a tmp folder",
         "tools/nbgrader_assignments.py": "an nbgrader course folder the instructor names",
+        "tools/build_site.py": "the website's staging copies under artifacts/.cache/site-src",
     }
     writers = {}
     for path in [*ROOT.glob("course_utils/**/*.py"), *ROOT.glob("tools/*.py")]:

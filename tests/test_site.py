@@ -9,6 +9,7 @@ import functools
 import http.server
 import json
 import re
+import shutil
 import socketserver
 import sys
 import threading
@@ -105,6 +106,23 @@ def test_exercises_are_published_blank(site):
             text = page.read_text(encoding="utf-8")
             assert "YOUR CODE HERE" in text and "NotImplementedError" in text, page
             assert "BEGIN SOLUTION" not in text, f"{page}: a solution region reached the site"
+
+
+def test_an_exercise_with_answers_typed_in_is_refused(tmp_path):
+    """make site publishes the folder it is run in: a learner's (or an instructor's) answers in exercises/ must not
+    reach a public website."""
+    for prefix in ("", "ja/"):
+        for folder in ("exercises", "solutions"):
+            (tmp_path / prefix / folder).mkdir(parents=True, exist_ok=True)
+        for path in (ROOT / prefix / "solutions").glob("ex01_*.ipynb"):
+            shutil.copy(path, tmp_path / prefix / "solutions" / path.name)
+        (exercise,) = (ROOT / prefix / "exercises").glob("ex01_*.ipynb")
+        nb = nbformat.read(exercise, as_version=4)
+        build_site.as_handed_out(nb, f"{prefix}exercises/{exercise.name}", tmp_path)  # as generated: accepted
+        cell = next(c for c in nb.cells if "raise NotImplementedError()" in c.source)
+        cell.source = cell.source.replace("raise NotImplementedError()", "return x.mean(-1)")
+        with pytest.raises(build_site.ChangedExercise, match="make reset EX=ex01"):
+            build_site.as_handed_out(nb, f"{prefix}exercises/{exercise.name}", tmp_path)
 
 
 def test_every_figure_has_its_alt_text(site):

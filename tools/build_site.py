@@ -35,7 +35,7 @@ from pathlib import Path
 
 import nbformat
 
-from course_utils import i18n
+from course_utils import exercises, i18n
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
@@ -196,6 +196,22 @@ def mark_widget_fallbacks(nb) -> int:
     return marked
 
 
+class ChangedExercise(Exception):
+    """An exercise notebook that differs from what its solution generates: the site would publish someone's answers."""
+
+
+def as_handed_out(nb, repo_path: str, root: Path = ROOT) -> None:
+    """Refuse an exercise whose cells are not those that `make exercises` writes from its solution (a learner's or an
+    instructor's answers typed into exercises/), so that the site shows every exercise blank."""
+    solution = root / repo_path.replace("exercises/", "solutions/", 1)
+    cells = [(c.cell_type, c.source) for c in nb.cells]
+    if cells != [(c.cell_type, c.source) for c in exercises.make_exercise(solution).cells]:
+        raise ChangedExercise(
+            f"{repo_path} is not as handed out (answers typed in?): the site publishes exercises blank. "
+            f"`make reset EX={Path(repo_path).stem.split('_')[0]}` puts it back and keeps your version in backups/."
+        )
+
+
 def index_page(edition: str, docnames: list) -> str:
     lines = [f"# {TITLE[edition]}", "", INTRO[edition], ""]
     for folder, _pattern, caption in SECTIONS:
@@ -220,6 +236,8 @@ def stage(edition: str, dest: Path, root: Path = ROOT) -> dict:
         target.parent.mkdir(parents=True, exist_ok=True)
         if source.suffix == ".ipynb":
             nb = nbformat.read(source, as_version=4)
+            if repo_path.removeprefix(prefix).startswith("exercises/"):
+                as_handed_out(nb, repo_path, root)
             for cell in nb.cells:
                 if cell.cell_type == "markdown":
                     cell.source = rewrite_links(cell.source, repo_path, edition, site_paths, repo_url)
@@ -263,6 +281,9 @@ def main(argv=None) -> int:
         build(args.out, tuple(args.edition or EDITIONS), quiet=not args.verbose)
     except subprocess.CalledProcessError as error:
         print(f"build_site: Sphinx failed (exit {error.returncode}); its messages are above", file=sys.stderr)
+        return 1
+    except ChangedExercise as error:
+        print(f"build_site: {error}", file=sys.stderr)
         return 1
     print(f"the site is in {args.out}/ (open {args.out}/index.html, or serve the folder with any static server)")
     return 0

@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
-from course_utils import exercises, nbtools  # noqa: E402
+from course_utils import exercises, learner_work, nbtools  # noqa: E402
 
 CELL_ID = "first-cell"
 METADATA = {"slideshow": {"slide_type": "skip"}}
@@ -205,6 +205,7 @@ def write(root: Path = ROOT) -> list[str]:
     for path in notebooks(SOURCE_FOLDERS, root):
         nb = nbtools.read(path)
         if place(nb, source("en", root)):
+            learner_work.keep_a_copy(path, nb, root)  # a learner's own cells in a chapter go to backups/ first
             nbtools.write(nb, path)
             changed.append(translate.rel(path, root))
     changed += write_entries(root)
@@ -215,6 +216,7 @@ def write(root: Path = ROOT) -> list[str]:
         before = nbtools.read(path)
         settle(nb)
         if nb != before:
+            learner_work.keep_a_copy(path, nb, root)
             nbtools.write(nb, path)
             changed.append(translate.rel(path, root))
     return changed
