@@ -80,7 +80,7 @@ COHORT = 300  # the Kubernetes plan: nodes for a cohort this size
 ROOM = 100  # what one TLJH VM is planned for at most (deploy/tljh)
 # A learner's CPU limit, in cores: what the chapters are written and timed for (a laptop's two cores; the measuring
 # machine has two). It also sets chapter 06's sweep workers: one per core the container may use, at most
-# MAX_AUTO_WORKERS (course_utils.experiments.usable_cpus reads the CPU limit from the container's cgroup), so the memory
+# MAX_AUTO_WORKERS (course_utils.pool.usable_cpus reads the CPU limit from the container's cgroup), so the memory
 # plan counts that many workers.
 CPU_LIMIT_CORES = 2
 GPU_CHAPTERS = ("05", "06")
@@ -479,7 +479,7 @@ def measure_preset(preset: str, timeout: float = 1800) -> dict:
             sampler.stop.set()
             sampler.join()
             lab.stop()
-    from course_utils.experiments import MAX_AUTO_WORKERS
+    from course_utils.pool import MAX_AUTO_WORKERS
 
     return {
         "server_pss_mib": round(server_pss, 1),
@@ -502,8 +502,9 @@ def estimate_gpu_memory() -> dict:
     model of chapters 05-06's sweeps (every variant and recipe)."""
     import torch
 
-    from course_utils.experiments import EXTRA_VARIANTS, RECIPES, VARIANTS, build_run
+    from course_utils.experiments import EXTRA_VARIANTS, VARIANTS, build_run
     from course_utils.model import TinyGPT
+    from course_utils.recipes import RECIPES
     from course_utils.training import autocast
 
     worst = None

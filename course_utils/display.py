@@ -2,11 +2,15 @@
 
 Printed tables pad by display width, not by `len`: a Japanese character takes two columns of a monospaced font
 (its East Asian width is "W", wide, or "F", full-width), so `f"{name:>12}"` misaligns every Japanese label.
-`pad`, `text_table` and `Table` (course_utils.experiments) all measure text with `text_width`.
+`pad`, `text_table` and `Table` all measure text with `text_width`.
+
+`text_table` prints; `Table` is a value a notebook cell shows, as HTML in Jupyter and as aligned text elsewhere
+(chapter 06's tables of runs, and the tables of a stability sweep, `records.SweepResult`).
 """
 
 from __future__ import annotations
 
+import html
 import inspect
 import re
 import unicodedata
@@ -15,7 +19,7 @@ import torch
 
 from .i18n import _
 
-__all__ = ["cmp", "show_source", "text_width", "pad", "text_table"]
+__all__ = ["cmp", "show_source", "text_width", "pad", "text_table", "Table"]
 
 _NUMBER = re.compile(r"^[-−+]?(?:\d[\d,]*(?:\.\d*)?|\.\d+)(?:e[-+]?\d+)?%?$|^[-−+]?(?:nan|inf)$", re.IGNORECASE)
 
@@ -62,6 +66,44 @@ def text_table(header, rows, align: str | None = None, sep: str = " | ") -> str:
     lines = [sep.join(pad(c, w, a) for c, w, a in zip(line, widths, align)).rstrip() for line in (header, *body)]
     rule = sep.replace(" ", "-").replace("|", "+").join("-" * w for w in widths)
     return "\n".join([lines[0], rule, *lines[1:]])
+
+
+class Table:
+    """A list of dict rows (column header -> cell text) shown as an HTML table in Jupyter and as aligned text
+    elsewhere. In HTML a cell that starts with ✓ is green and one that starts with ✗ vermillion (Okabe-Ito). Every
+    table of the course lists runs, so an empty one reads "(no runs)"."""
+
+    def __init__(self, rows: list, title: str = ""):
+        self.rows, self.title = rows, title
+
+    def text(self) -> str:
+        """The rows as aligned text (text_table, every column left-aligned), without the title."""
+        if not self.rows:
+            return _("(no runs)")
+        cols = list(self.rows[0])
+        return text_table(cols, [[r[c] for c in cols] for r in self.rows], align="<" * len(cols))
+
+    def html(self) -> str:
+        """The rows as an HTML <table>, without the title."""
+        if not self.rows:
+            return "<p>" + html.escape(_("(no runs)")) + "</p>"
+        cols = list(self.rows[0])
+        head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
+
+        def cell(value: str) -> str:
+            colour = "#009E73" if value.startswith("✓") else "#D55E00" if value.startswith("✗") else None
+            style = f" style='color:{colour};font-weight:bold'" if colour else ""
+            return f"<td{style}>{html.escape(str(value))}</td>"
+
+        body = "".join("<tr>" + "".join(cell(r[c]) for c in cols) + "</tr>" for r in self.rows)
+        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+    def __repr__(self) -> str:
+        return (self.title + "\n" if self.title else "") + self.text()
+
+    def _repr_html_(self) -> str:
+        title = f"<b>{html.escape(self.title)}</b>" if self.title else ""
+        return f"<div>{title}{self.html()}</div>"
 
 
 def cmp(name: str, ours: torch.Tensor, theirs: torch.Tensor, atol: float = 1e-5) -> bool:

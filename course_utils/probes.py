@@ -20,6 +20,21 @@ residual stream after each block, ‖∂L/∂x_l‖ (L2 over the whole batch).
 
 `block_grad_norms(model)` reads the same per-block gradient norms straight from `.grad` after a
 backward pass (no hooks); the tests check both against torch.autograd.grad.
+
+Probes over a whole training run are callbacks of `training.train` (`course_utils.callbacks`) instead: they
+attach when made, record a series at the run's probe steps (every `TrainConfig.record_every` steps, and the
+last), and detach after training.
+
+    AttentionLog(model, history, every, steps)   # train() adds it: largest logit and mean entropy -> History
+    GainLog(model)                               # per-head QK-Norm's largest gains and the bound they allow
+    OutputRMSLog(model)                          # RMS of each linear layer's output (Rybakov et al. 2024)
+
+    gains, outputs = GainLog(model), OutputRMSLog(model)
+    history = train(model, corpus, cfg, callbacks=[gains, outputs])
+    gains.gain_q, outputs.rms["FC2"]             # one value per probe step
+
+The probe steps are those on which `AttentionLog` switches the attention layers' `record` on; the other two
+logs read that switch, so all three series line up with `history.probe_steps`.
 """
 
 from __future__ import annotations
@@ -29,11 +44,18 @@ import math
 import torch
 from torch import nn
 
+from .attention import qk_norm_bound
+from .callbacks import Callback
+from .norms import gain_of
+
 __all__ = [
     "block_grad_norms",
     "GradNormProbe",
     "HiddenNormProbe",
     "AttentionProbe",
+    "AttentionLog",
+    "GainLog",
+    "OutputRMSLog",
     "gradient_profile",
     "stream_gradient_profile",
     "hidden_norm_profile",
@@ -179,6 +201,119 @@ class AttentionProbe:
     @property
     def entropy(self) -> list:
         return self._read("entropy", lambda t: float(t.mean()))
+
+
+# ----------------------------------------------------------------------------------------------------
+# probes over a training run: callbacks of training.train
+# ----------------------------------------------------------------------------------------------------
+def _attention_layers(model) -> list:
+    return model.attention_layers() if hasattr(model, "attention_layers") else []
+
+
+class AttentionLog(Callback):
+    """The largest attention logit and the mean attention entropy at the probe steps of a run, into `history`.
+
+    A step is a probe step every `every` steps and at the last one (`every` 0: never). Before its forward pass
+    every attention layer's `record` switch goes on (the layer then takes its explicit path and fills
+    `layer.stats`, as under `AttentionProbe`); after it, `history` gets the step, the max over layers of the
+    largest |logit| (before any softcap) and the mean over layers of the mean entropy (nats). On the other steps
+    the switch is off and the layers use the fused kernel. `training.train` adds this log to every run.
+    """
+
+    def __init__(self, model, history, every: int, steps: int):
+        self.layers, self.history = _attention_layers(model), history
+        self.every, self.last = every, steps - 1
+        self.due = False
+
+    def before_forward(self, step: int, model) -> None:
+        self.due = bool(self.every) and (step % self.every == 0 or step == self.last)
+        for layer in self.layers:
+            layer.record = self.due
+
+    def after_forward(self, step: int, model) -> None:
+        if self.due and self.layers:
+            self.history.probe_steps.append(step)
+            self.history.max_logit.append(max(float(layer.stats["max_logit"].max()) for layer in self.layers))
+            self.history.entropy.append(
+                sum(float(layer.stats["entropy"].mean()) for layer in self.layers) / len(self.layers)
+            )
+
+    def after_training(self, model) -> None:
+        for layer in self.layers:
+            layer.record = False
+
+
+class GainLog(Callback):
+    """The q/k norm gains of per-head QK-Norm at a run's probe steps: `gain_q`, `gain_k` (max over layers of
+    max|g|) and `bound`, the max over layers of sqrt(d_head) * max|g_q| * max|g_k| (`attention.qk_norm_bound`).
+
+    It reads after the backward pass and before the optimizer step, so it sees the gains the step's forward pass
+    used, and its bound belongs to the largest logit `AttentionLog` recorded for the same step. A model without
+    per-head QK-Norm leaves the three lists empty.
+    """
+
+    def __init__(self, model):
+        self.layers = [a for a in _attention_layers(model) if getattr(a, "qk_norm", None) == "head"]
+        self.gain_q, self.gain_k, self.bound = [], [], []
+
+    def after_backward(self, step: int, model) -> None:
+        if not self.layers or not self.layers[0].record:  # not a probe step
+            return
+        gq = [float(gain_of(a.q_norm).detach().abs().max()) for a in self.layers]
+        gk = [float(gain_of(a.k_norm).detach().abs().max()) for a in self.layers]
+        self.gain_q.append(max(gq))
+        self.gain_k.append(max(gk))
+        self.bound.append(max(qk_norm_bound(a.d_head, gain_of(a.q_norm), gain_of(a.k_norm)) for a in self.layers))
+
+
+class OutputRMSLog(Callback):
+    """The RMS of every linear layer's output at a run's probe steps (Rybakov et al. 2024, arXiv 2410.16682):
+    `rms[name]`, one value per probe step, the max over blocks, for "QKV" (the q, k and v projections together),
+    "Proj" (attention's output), "FC1" and "FC2" (the MLP's two layers).
+
+    Their measurement: in a run that is about to fail, the outputs of the QKV, Proj and FC2 layers grow step after
+    step. Forward hooks, attached when the log is made, add up the outputs only while the attention layers'
+    `record` switch is on (a probe step), so the other steps cost nothing; after training they are removed.
+    """
+
+    LAYERS = {
+        "QKV": ("attn.q_proj", "attn.k_proj", "attn.v_proj"),
+        "Proj": ("attn.o_proj",),
+        "FC1": ("mlp.up",),
+        "FC2": ("mlp.down",),
+    }
+
+    def __init__(self, model):
+        self.rms: dict[str, list[float]] = {name: [] for name in self.LAYERS}
+        self._sums: dict = {}  # (block index, name) -> [sum of squares, count] for the current step
+        self._handles = []
+        for i, block in enumerate(getattr(model, "blocks", [])):
+            for name, paths in self.LAYERS.items():
+                for path in paths:
+                    hook = self._hook(block.attn, i, name)
+                    self._handles.append(block.get_submodule(path).register_forward_hook(hook))
+
+    def _hook(self, attn, i, name):
+        def hook(module, inputs, out):
+            if attn.record:
+                acc = self._sums.setdefault((i, name), [0.0, 0])
+                acc[0] += float(out.detach().float().pow(2).sum())
+                acc[1] += out.numel()
+
+        return hook
+
+    def after_backward(self, step: int, model) -> None:  # the forward pass of this step is complete
+        if not self._sums:
+            return
+        for name in self.LAYERS:
+            per_block = [math.sqrt(s / n) for (i, nm), (s, n) in self._sums.items() if nm == name]
+            self.rms[name].append(max(per_block))
+        self._sums = {}
+
+    def after_training(self, model) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()
 
 
 # ----------------------------------------------------------------------------------------------------

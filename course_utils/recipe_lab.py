@@ -29,9 +29,10 @@ import torch
 
 from . import run_cache
 from .env import torch_threads
-from .experiments import build_run, cpu_run, parallel_map, resolve_preset
+from .experiments import build_run, cpu_run, resolve_preset
 from .i18n import _
 from .model import TinyGPT
+from .pool import parallel_map
 from .training import evaluate, train
 
 __all__ = [

@@ -1,10 +1,22 @@
-"""The training loop shared by chapters 04 and 05: AdamW, linear warmup, optional mixed precision, probes.
+"""The training loop shared by chapters 04 to 06: AdamW, linear warmup, optional mixed precision.
 
     history = train(model, corpus, TrainConfig(steps=200, lr=3e-3, warmup=30), label="pre-LN")
 
 records the loss of every step, and, every `record_every` steps, the largest attention logit and the
 mean attention entropy of each layer. A run whose loss stops being finite is stopped and marked
 `diverged`; its later losses are never printed (a diverged number means nothing).
+
+`train` itself is a flat loop in the manner of nanoGPT: batch, forward, loss, backward, optimizer step. What else
+a run does comes in from outside, in two forms:
+
+* a loss function, `loss_fn(logits, targets) -> (loss to optimize, cross-entropy to record)`: `cross_entropy`, or
+  `ZLoss(c)`, PaLM's z-loss, which optimizes more than it records;
+* callbacks (`course_utils.callbacks`), called at fixed moments of every step: the attention statistics of the
+  History (`probes.AttentionLog`), chapter 06's QK-Norm switched on mid-run (`callbacks.QKNormSwitch`), the probes
+  of the stability sweep, a progress bar.
+
+A `TrainConfig` asks for its own: `loss_for(cfg)` is z-loss when `cfg.z_loss` is set, and `config_callbacks` gives
+the attention log and, with `cfg.qk_norm_from`, the switch; `train` uses them unless told otherwise.
 
 The progress bar is plain text on stderr, redrawn with carriage returns and free of timings, so a
 notebook's stored output is the same on every run (nbval collapses the redraws to the final line).
@@ -20,8 +32,10 @@ from dataclasses import dataclass, field
 
 import torch
 
+from .callbacks import Callback, QKNormSwitch
 from .i18n import _
 from .model import lm_loss
+from .probes import AttentionLog
 
 __all__ = [
     "TrainConfig",
@@ -31,7 +45,11 @@ __all__ = [
     "amp_dtype",
     "precision",
     "autocast",
+    "cross_entropy",
+    "ZLoss",
     "z_loss_term",
+    "loss_for",
+    "config_callbacks",
     "train",
     "evaluate",
 ]
@@ -72,8 +90,10 @@ class History:
         return math.inf if self.diverged or not self.losses else self.losses[-1]
 
 
-class ProgressBar:
-    """A deterministic text progress bar: `label [#####-----] 100/200`, redrawn in place."""
+class ProgressBar(Callback):
+    """A deterministic text progress bar: `label [#####-----] 100/200`, redrawn in place.
+
+    Given to `train` as a callback, it moves one step forward after each backward pass; `close` it yourself."""
 
     def __init__(self, total: int, label: str = "", width: int = 24, every: int | None = None, stream=None):
         self.total, self.label, self.width = total, label, width
@@ -97,6 +117,9 @@ class ProgressBar:
         self._draw(f"  {note}" if note else "")
         self.stream.write("\n")
         self.stream.flush()
+
+    def after_backward(self, step: int, model) -> None:
+        self.update()
 
 
 def lr_at(step: int, cfg: TrainConfig) -> float:
@@ -150,79 +173,13 @@ def autocast(device, amp: bool):
         yield
 
 
-def train(
-    model, corpus, cfg: TrainConfig, label: str = "", device=None, progress: bool = True, callback=None
-) -> History:
-    """Train `model` on `corpus` for cfg.steps steps; returns its History.
-
-    callback(step, model, loss), if given, runs after each backward pass and before the optimizer
-    step (gradients are available there, e.g. for per-layer gradient norms).
-
-    The recorded loss is always the cross-entropy; with cfg.z_loss > 0 the optimized loss adds
-    cfg.z_loss * z_loss_term(logits). With cfg.qk_norm_from = f, every attention layer's q/k norms are
-    bypassed (`qk_norm_on = False`) until step int(f * steps), then switched on with their gains at 1.
-    """
-    device = torch.device(device) if device is not None else next(model.parameters()).device
-    model.to(device).train()
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay)
-    # fp16 (a CUDA GPU without bf16): the loss is scaled up before the backward pass and the gradients back down
-    scaler = torch.amp.GradScaler(device.type) if cfg.amp and amp_dtype(device) is torch.float16 else None
-    generator = torch.Generator().manual_seed(cfg.seed)
-    history = History(label)
-    bar = ProgressBar(cfg.steps, label) if progress else None
-    layers = model.attention_layers() if hasattr(model, "attention_layers") else []
-    switch_step = None if cfg.qk_norm_from is None else int(cfg.qk_norm_from * cfg.steps)
-    if switch_step is not None and not any(getattr(layer, "qk_norm", None) for layer in layers):
-        raise ValueError("TrainConfig.qk_norm_from needs a model with QK-Norm layers to switch on")
-    for step in range(cfg.steps):
-        if switch_step is not None:
-            for layer in layers:
-                layer.qk_norm_on = step >= switch_step
-        lr = lr_at(step, cfg)
-        for group in opt.param_groups:
-            group["lr"] = lr
-        probe = bool(cfg.record_every) and (step % cfg.record_every == 0 or step == cfg.steps - 1)
-        for layer in layers:
-            layer.record = probe
-        x, y = corpus.batch("train", cfg.batch_size, cfg.block_size, generator)
-        x, y = x.to(device), y.to(device)
-        with autocast(device, cfg.amp):
-            logits = model(x)
-            loss = lm_loss(logits, y)
-            if cfg.z_loss:
-                loss_ce, loss = loss, loss + cfg.z_loss * z_loss_term(logits)
-        value = (loss_ce if cfg.z_loss else loss).item()
-        if probe and layers:
-            history.probe_steps.append(step)
-            history.max_logit.append(max(float(layer.stats["max_logit"].max()) for layer in layers))
-            history.entropy.append(sum(float(layer.stats["entropy"].mean()) for layer in layers) / len(layers))
-        if not math.isfinite(value) or (cfg.z_loss and not math.isfinite(loss.item())):
-            history.diverged, history.diverged_at = True, step
-            break
-        history.losses.append(value)
-        history.lrs.append(lr)
-        opt.zero_grad(set_to_none=True)
-        if scaler is None:
-            loss.backward()
-        else:
-            scaler.scale(loss).backward()
-            scaler.unscale_(opt)  # the callback and the clipping see the true gradients
-        if callback is not None:
-            callback(step, model, loss)
-        if cfg.grad_clip is not None:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-        if scaler is None:
-            opt.step()
-        else:
-            scaler.step(opt)  # skipped when a gradient is inf or NaN; the scale is then lowered
-            scaler.update()
-        if bar:
-            bar.update()
-    for layer in layers:
-        layer.record = False
-    if bar:
-        bar.close(_("diverged") if history.diverged else _("done"))
-    return history
+# ----------------------------------------------------------------------------------------------------
+# loss functions: (logits, targets) -> (the loss to optimize, the cross-entropy to record)
+# ----------------------------------------------------------------------------------------------------
+def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> tuple:
+    """The plain language-model loss: the cross-entropy, optimized and recorded alike."""
+    loss = lm_loss(logits, targets)
+    return loss, loss
 
 
 def z_loss_term(logits: torch.Tensor) -> torch.Tensor:
@@ -232,6 +189,88 @@ def z_loss_term(logits: torch.Tensor) -> torch.Tensor:
     log Z towards 0, so the logits cannot drift upwards together (PaLM, arXiv 2204.02311; OLMo's train.py).
     """
     return logits.float().logsumexp(dim=-1).pow(2).mean()
+
+
+@dataclass(frozen=True)
+class ZLoss:
+    """PaLM's auxiliary loss: optimizes cross-entropy + coefficient * z_loss_term(logits) (PaLM 1e-4, OLMo 2 1e-5),
+    and records the cross-entropy alone, so that its runs' losses compare with everyone else's."""
+
+    coefficient: float
+
+    def __call__(self, logits: torch.Tensor, targets: torch.Tensor) -> tuple:
+        loss = lm_loss(logits, targets)
+        return loss + self.coefficient * z_loss_term(logits), loss
+
+
+def loss_for(cfg: TrainConfig):
+    """The loss function a TrainConfig asks for: ZLoss(cfg.z_loss) when it is set, else cross_entropy."""
+    return ZLoss(cfg.z_loss) if cfg.z_loss else cross_entropy
+
+
+def config_callbacks(model, cfg: TrainConfig, history: History) -> list:
+    """The callbacks a TrainConfig asks for, in train()'s order: with cfg.qk_norm_from = f, every attention layer's
+    q/k norms bypassed until step int(f * steps) (QKNormSwitch); the attention statistics of `history` every
+    cfg.record_every steps (probes.AttentionLog)."""
+    switch = [] if cfg.qk_norm_from is None else [QKNormSwitch(model, int(cfg.qk_norm_from * cfg.steps))]
+    return [*switch, AttentionLog(model, history, cfg.record_every, cfg.steps)]
+
+
+# ----------------------------------------------------------------------------------------------------
+# the loop
+# ----------------------------------------------------------------------------------------------------
+def train(
+    model, corpus, cfg: TrainConfig, label: str = "", device=None, progress: bool = True, loss_fn=None, callbacks=()
+) -> History:
+    """Train `model` on `corpus` for cfg.steps steps; returns its History.
+
+    loss_fn(logits, targets) -> (loss to optimize, cross-entropy to record); None: loss_for(cfg). The History
+    records the cross-entropy; a step whose loss (either of the two) is not finite ends the run as diverged.
+    callbacks: `callbacks.Callback` objects, called after the config's own (config_callbacks), in their order.
+    """
+    device = torch.device(device) if device is not None else next(model.parameters()).device
+    model.to(device).train()
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay)
+    # fp16 (a CUDA GPU without bf16): the loss is scaled up before the backward pass and the gradients back down;
+    # for bf16 and float32 the scaler is disabled and passes everything through unchanged
+    scaler = torch.amp.GradScaler(device.type, enabled=cfg.amp and amp_dtype(device) is torch.float16)
+    generator = torch.Generator().manual_seed(cfg.seed)
+    history = History(label)
+    loss_fn = loss_fn or loss_for(cfg)
+    bar = ProgressBar(cfg.steps, label) if progress else Callback()
+    callbacks = [*config_callbacks(model, cfg, history), *callbacks, bar]
+    for step in range(cfg.steps):
+        for callback in callbacks:
+            callback.before_forward(step, model)
+        lr = lr_at(step, cfg)
+        for group in opt.param_groups:
+            group["lr"] = lr
+        x, y = corpus.batch("train", cfg.batch_size, cfg.block_size, generator)
+        x, y = x.to(device), y.to(device)
+        with autocast(device, cfg.amp):
+            loss, recorded = loss_fn(model(x), y)
+        for callback in callbacks:
+            callback.after_forward(step, model)
+        value = recorded.item()
+        if not (math.isfinite(value) and math.isfinite(loss.item())):
+            history.diverged, history.diverged_at = True, step
+            break
+        history.losses.append(value)
+        history.lrs.append(lr)
+        opt.zero_grad(set_to_none=True)
+        scaler.scale(loss).backward()
+        scaler.unscale_(opt)  # the callbacks and the clipping see the true gradients
+        for callback in callbacks:
+            callback.after_backward(step, model)
+        if cfg.grad_clip is not None:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+        scaler.step(opt)  # fp16: skipped when a gradient is inf or NaN, and the scale is then lowered
+        scaler.update()
+    for callback in callbacks:
+        callback.after_training(model)
+    if isinstance(bar, ProgressBar):
+        bar.close(_("diverged") if history.diverged else _("done"))
+    return history
 
 
 @torch.no_grad()

@@ -203,13 +203,13 @@ def test_bold_text_logs_nothing(caplog):
     import matplotlib.pyplot as plt
     from matplotlib import font_manager
 
-    from course_utils import recipes
+    from course_utils import recipe_cards
 
     font_manager.fontManager._findfont_cached.cache_clear()  # matplotlib warns once per font it looks up
     with caplog.at_level("WARNING", logger="matplotlib"):
         for lang in ("en", "ja"):
             with i18n.using(lang):
-                fig = recipes.draw_recipe_cards()  # bold titles
+                fig = recipe_cards.draw_recipe_cards()  # bold titles
             fig.canvas.draw()
             plt.close(fig)
     assert [r.getMessage() for r in caplog.records] == []

@@ -11,16 +11,9 @@ import torch
 from course_utils import experiments
 from course_utils.attention import CausalSelfAttention, qk_norm_bound
 from course_utils.checks import ex05
-from course_utils.experiments import (
-    PRESETS,
-    RunRecord,
-    SweepResult,
-    build_run,
-    lr_sensitivity,
-    resolve_preset,
-    stability_sweep,
-)
+from course_utils.experiments import PRESETS, build_run, resolve_preset, stability_sweep
 from course_utils.model import GPTConfig, TinyGPT, parameter_count
+from course_utils.records import DIVERGED_DEFINITION, RunRecord, SweepResult, lr_sensitivity
 
 from conftest import ROOT
 
@@ -94,7 +87,7 @@ def test_statuses_follow_the_stated_definition():
         (0 + 0.2 + 0.45) / 3
     )
     assert r.sensitivity(lrs=[0.01, 0.1])["baseline"] == pytest.approx(0.3)
-    assert "diverged" in experiments.DIVERGED_DEFINITION and "degraded" in experiments.DIVERGED_DEFINITION
+    assert "diverged" in DIVERGED_DEFINITION and "degraded" in DIVERGED_DEFINITION
 
 
 def test_tables_print_verdicts_never_a_diverged_loss():
@@ -421,17 +414,17 @@ def test_wrong_thresholds_are_rejected(capsys):
     }
     for what, fn in wrong.items():
         assert not ex05.check_failure_threshold(fn).passed, what
-    from course_utils.experiments import SweepResult as Classifier  # the sweep's own verdicts: forbidden
 
     def via_sweep_result(lrs, f, l0, b):
         records = [
             RunRecord("baseline", lr, loss, l0, 0.0, not loss < l0) for lr, loss in zip(lrs.tolist(), f.tolist())
         ]
         records.append(RunRecord("other", 1.0, b, l0, 0.0, False))
-        return min(r.lr for r in Classifier(records, PRESETS["quick"], "cpu").of("baseline") if not r.survived)
+        # the sweep's own verdicts: forbidden
+        return min(r.lr for r in SweepResult(records, PRESETS["quick"], "cpu").of("baseline") if not r.survived)
 
     report = ex05.check_failure_threshold(via_sweep_result)
-    assert not report.passed and report.forbidden == ["course_utils.experiments.SweepResult"]
+    assert not report.passed and report.forbidden == ["course_utils.records.SweepResult"]
     assert "Traceback" not in capsys.readouterr().out
 
 

@@ -18,10 +18,11 @@ from course_utils.digest_check import (
     model_facts,
     rope_commutation,
 )
-from course_utils.experiments import PRESETS, RunRecord, SweepResult, stability_sweep
+from course_utils.experiments import PRESETS, stability_sweep
 from course_utils.figures import figure_problems
 from course_utils.model import GPTConfig, TinyGPT
 from course_utils.recipes import RECIPES
+from course_utils.records import RunRecord, SweepResult
 
 matplotlib.use("Agg")
 

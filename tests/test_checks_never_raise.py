@@ -30,10 +30,11 @@ import pytest
 import torch
 
 from course_utils.checks import CheckReport, all_exercises, check_choice, ex03, ex05, find_question
-from course_utils.experiments import PRESETS, RunRecord, SweepResult
+from course_utils.experiments import PRESETS
 from course_utils.grading import kernel
 from course_utils.grading.judge import judge
 from course_utils.grading.run import _request
+from course_utils.records import RunRecord, SweepResult
 
 from conftest import ROOT
 

@@ -9,8 +9,7 @@ import pytest
 import torch
 import wcwidth
 
-from course_utils.display import cmp, pad, text_table, text_width
-from course_utils.experiments import Table
+from course_utils.display import Table, cmp, pad, text_table, text_width
 
 
 @pytest.mark.parametrize(

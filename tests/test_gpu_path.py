@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from course_utils import run_cache, training
+from course_utils.callbacks import Callback
 from course_utils.data import Corpus
 from course_utils.experiments import PRESETS, resolve_preset, stability_sweep
 from course_utils.model import GPTConfig, TinyGPT
@@ -55,13 +56,14 @@ def tiny_run(amp, monkeypatch=None, fp16=False, steps=12):
     if fp16:  # what a T4 gets: fp16 autocast and a gradient scaler (CPU autocast computes fp16 too)
         monkeypatch.setattr(training, "amp_dtype", lambda device: torch.float16)
 
-    def callback(step, m, loss):
-        seen["grad_norms"].append(
-            math.sqrt(sum(float(p.grad.pow(2).sum()) for p in m.parameters() if p.grad is not None))
-        )
+    class GradNorms(Callback):  # after the backward pass, before the optimizer step
+        def after_backward(self, step, m):
+            seen["grad_norms"].append(
+                math.sqrt(sum(float(p.grad.pow(2).sum()) for p in m.parameters() if p.grad is not None))
+            )
 
     cfg = TrainConfig(steps=steps, batch_size=4, block_size=16, lr=3e-3, warmup=2, record_every=4, amp=amp)
-    history = train(model, corpus, cfg, progress=False, callback=callback)
+    history = train(model, corpus, cfg, progress=False, callbacks=[GradNorms()])
     return history, seen
 
 

@@ -1,14 +1,17 @@
 """Chapter 06's core: the recipes of real models, the switches they need, and the sweep's new probes."""
 
+import dataclasses
 import itertools
 import math
+import subprocess
+import sys
 from dataclasses import replace
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-from course_utils import experiments, recipes
+from course_utils import experiments, recipe_cards, recipes
 from course_utils.attention import RotaryEmbedding
 from course_utils.model import GPTConfig, TinyGPT, lm_loss, norm_eps_of, parameter_count
 from course_utils.norms import DynamicTanh, RMSNorm, gain_of
@@ -16,7 +19,7 @@ from course_utils.training import TrainConfig, train, z_loss_term
 
 
 # ----------------------------------------------------------------------------------------------------
-# the recipes say what the reference code does (the sources are named in each recipe's docstring)
+# the recipes say what the reference code does (the sources are named in each recipe's `source`)
 # ----------------------------------------------------------------------------------------------------
 def cfg_of(name):
     return GPTConfig(**recipes.RECIPES[name].model)
@@ -64,6 +67,41 @@ def test_each_recipe_cites_its_reference_and_builds(name):
     assert torch.isfinite(model(torch.randint(0, 40, (2, 16)))).all()
 
 
+def test_recipes_are_plain_data_checked_when_written():
+    assert recipes.RECIPES == {
+        "gpt2": recipes.GPT2,
+        "llama3": recipes.LLAMA3,
+        "qwen3": recipes.QWEN3,
+        "gemma2": recipes.GEMMA2,
+        "gemma3": recipes.GEMMA3,
+        "olmo2": recipes.OLMO2,
+    }
+    assert all(name == r.name for name, r in recipes.RECIPES.items())
+    # the switches a recipe may set are fields of GPTConfig and TrainConfig, and never the model's size
+    gpt_fields = {f.name for f in dataclasses.fields(GPTConfig)}
+    assert (
+        recipes.ModelSwitches.__optional_keys__ < gpt_fields
+        and "d_model" not in recipes.ModelSwitches.__optional_keys__
+    )
+    assert recipes.TrainSwitches.__optional_keys__ < {f.name for f in dataclasses.fields(TrainConfig)}
+    # a wrong switch fails where the recipe is written, not when a notebook trains it
+    for model, train_switches, message in (
+        ({"d_model": 32}, {}, "are not ModelSwitches"),
+        ({"placement": "sideways"}, {}, "GPTConfig.placement must be one of"),
+        ({}, {"lr": 0.1}, "are not TrainSwitches"),
+        ({}, {"z_loss": math.nan}, "must be finite numbers"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            recipes.Recipe("wrong", "Wrong", "nowhere", model, train_switches)
+
+
+def test_the_recipes_load_no_drawing_code():
+    """The sweeps import the recipes: the cards' torch.fx tracing and matplotlib stay in recipe_cards."""
+    drawing = "{'course_utils.placement_diagram', 'matplotlib'}"
+    code = f"import sys, course_utils.recipes; print(sorted({drawing} & set(sys.modules)))"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "[]\n"
+
+
 def test_recipe_config_refuses_to_override_a_recipe_choice():
     with pytest.raises(ValueError, match="belong to the recipe"):
         recipes.recipe_config("gemma3", placement="pre")
@@ -72,16 +110,18 @@ def test_recipe_config_refuses_to_override_a_recipe_choice():
 
 
 def test_table_and_cards_are_read_from_the_configs(monkeypatch):
-    rows = {r["recipe"]: r for r in recipes.recipe_rows()}
+    rows = {r["recipe"]: r for r in recipe_cards.recipe_rows()}
     assert rows["Gemma 3"]["softcap attn / out"] == "none / none" and rows["Gemma 2"]["softcap attn / out"] == "50 / 30"
     assert rows["OLMo 2"]["z-loss"] == "1e-05" and rows["Qwen3"]["QK-Norm"].startswith("per head")
-    text = recipes.describe_recipes()
+    text = recipe_cards.describe_recipes()
     assert "Gemma 2: embedding × √d → RMSNorm (1+w) → attention, softcap 50 → RMSNorm (1+w) → +" in text
     assert "OLMo 2: embedding → attention, QK-Norm full width → RMSNorm → +" in text
     # change a recipe and the card changes with it: nothing is drawn by hand
     changed = replace(recipes.RECIPES["llama3"], model={"norm": "rmsnorm", "placement": "post"})
     monkeypatch.setitem(recipes.RECIPES, "llama3", changed)
-    assert "Llama 3: embedding → attention → + → RMSNorm → MLP → + → RMSNorm → LM head" in recipes.describe_recipes()
+    assert (
+        "Llama 3: embedding → attention → + → RMSNorm → MLP → + → RMSNorm → LM head" in recipe_cards.describe_recipes()
+    )
 
 
 def test_recipe_cards_render_readably():
@@ -90,14 +130,14 @@ def test_recipe_cards_render_readably():
     matplotlib.use("Agg")
     from course_utils.figures import figure_problems
 
-    fig = recipes.draw_recipe_cards()
+    fig = recipe_cards.draw_recipe_cards()
     assert figure_problems(fig) == []
     assert len(fig.axes) == len(recipes.RECIPES)
 
 
 # ----------------------------------------------------------------------------------------------------
 # the switches
-# Every recipe's norm eps, and where it comes from (each value is quoted in the recipe's docstring too):
+# Every recipe's norm eps, and where it comes from (each value is quoted in the recipe's source too):
 SOURCE_EPS = {
     "gpt2": (1e-5, "openai/gpt-2 src/model.py: def norm(x, scope, *, axis=-1, epsilon=1e-5)"),
     "llama3": (1e-5, "meta-llama/llama3 llama/model.py: ModelArgs.norm_eps: float = 1e-5"),
@@ -269,11 +309,19 @@ def test_qk_norm_switched_on_mid_run_matches_the_baseline_before_the_switch():
 # ----------------------------------------------------------------------------------------------------
 # the sweep: recipes and extra variants as names, output RMS probes, parallel workers
 # ----------------------------------------------------------------------------------------------------
-def test_variant_fields_split_model_and_training_switches():
-    assert experiments.variant_fields("z_loss") == ({}, {"z_loss": 1e-4})
-    assert experiments.variant_fields("late_qk_norm") == ({"qk_norm": "head"}, {"qk_norm_from": 0.5})
-    assert experiments.variant_fields("olmo2")[1] == {"z_loss": 1e-5}
+def test_a_variant_sets_model_and_training_switches():
+    def switches(variant):
+        model_cfg, train_cfg, _ = experiments.build_run("quick", variant, 0.1)
+        return model_cfg.qk_norm, train_cfg.z_loss, train_cfg.qk_norm_from
+
+    assert switches("baseline") == (None, 0.0, None)
+    assert switches("z_loss") == (None, 1e-4, None)
+    assert switches("late_qk_norm") == ("head", 0.0, 0.5)
+    assert switches("olmo2") == ("full", 1e-5, None)
     assert set(experiments.VARIANTS) == {"baseline", "qk_norm", "softcap", "qk_norm+softcap"}  # chapter 05's four
+    variants = {**experiments.VARIANTS, **experiments.EXTRA_VARIANTS, **recipes.RECIPES}
+    assert all(isinstance(v, recipes.Recipe) and v.name == name for name, v in variants.items())
+    assert experiments.variant_recipe("late_qk_norm") is experiments.EXTRA_VARIANTS["late_qk_norm"]
     with pytest.raises(ValueError, match="variant must be one of"):
         experiments.build_run("quick", "gemma4", 0.1)
 
@@ -333,35 +381,3 @@ def test_rope_and_gainless_rmsnorm_commute_but_a_gain_breaks_it():
 def test_parameter_count_with_the_new_switches(kw):
     cfg = GPTConfig(vocab_size=30, n_layer=2, d_model=16, block_size=8, qk_norm="head", **kw)
     assert sum(p.numel() for p in TinyGPT(cfg).parameters()) == parameter_count(cfg)
-
-
-def test_auto_workers_follow_the_cores_but_stay_bounded(monkeypatch):
-    monkeypatch.setattr(experiments, "usable_cpus", lambda: 64)
-    assert experiments._worker_count("auto", 32) == experiments.MAX_AUTO_WORKERS == 8
-    assert experiments._worker_count("auto", 3) == 3 and experiments._worker_count(1, 32) == 1
-    monkeypatch.setattr(experiments, "usable_cpus", lambda: 1)
-    assert experiments._worker_count("auto", 32) == 1
-
-
-@pytest.mark.parametrize(
-    "files, expected",
-    [
-        ({}, 16),  # no cgroup limit: every core the process may run on
-        ({"cpu.max": "max 100000\n"}, 16),  # cgroup v2, unlimited
-        ({"cpu.max": "200000 100000\n"}, 2),  # a hub's 2-core limit (Kubernetes cpu.limit, TLJH limits.cpu)
-        ({"cpu.max": "150000 100000\n"}, 2),  # 1.5 cores: two workers share them
-        ({"cpu.max": "50000 100000\n"}, 1),
-        ({"cpu/cpu.cfs_quota_us": "400000\n", "cpu/cpu.cfs_period_us": "100000\n"}, 4),  # cgroup v1
-        ({"cpu/cpu.cfs_quota_us": "-1\n", "cpu/cpu.cfs_period_us": "100000\n"}, 16),  # cgroup v1, unlimited
-        ({"cpu.max": "6400000 100000\n"}, 16),  # a limit above the cores: the cores
-    ],
-)
-def test_usable_cpus_honour_a_containers_cpu_limit(tmp_path, monkeypatch, files, expected):
-    """In a hub's container os.cpu_count() is the node's; the sweep must start one worker per core of the
-    learner's CPU limit, or 8 workers of a few hundred MB each run in a pod sized for 2."""
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
-    monkeypatch.setattr(experiments, "CGROUP", tmp_path)
-    monkeypatch.setattr(experiments.os, "sched_getaffinity", lambda pid: set(range(16)), raising=False)
-    assert experiments.usable_cpus() == expected

@@ -18,9 +18,9 @@ import math
 import torch
 
 from ..attention import CausalSelfAttention, RotaryEmbedding
-from ..experiments import DEGRADED_MARGIN
 from ..i18n import N_, _
 from ..model import GPTConfig
+from ..records import DEGRADED_MARGIN, STATUS_MARK, SweepResult
 from .allowed import ATTENTION_BY_HAND, BASIC
 from .core import Case, CheckReport, FunctionCheck, describe_exception, shown
 from .forbidden import ATTENTION, Forbidden
@@ -358,8 +358,6 @@ def check_mini_sweep(fn):
     Expected: a stability_sweep result with the variants baseline and qk_norm at the learning rates
     MINI_LRS, in which the baseline's largest attention logit at the highest one is at least 100x QK-Norm's.
     """
-    from ..experiments import SweepResult
-
     name = "mini_sweep"
     call = f'stability_sweep({list(MINI_LRS)}, variants={MINI_VARIANTS}, preset="quick", steps={MINI_STEPS})'
     try:
@@ -428,7 +426,7 @@ def _judge_mini_sweep(name: str, result, call: str):
 
 
 def reference_failure_threshold(lrs, final_losses, initial_loss, best_loss):
-    """The smallest learning rate whose run failed, by the sweep's definitions (course_utils.experiments):
+    """The smallest learning rate whose run failed, by the sweep's definitions (course_utils.records):
 
     diverged  the final loss is not finite (the sweep records inf for a run whose training loss became NaN or
               inf), or not below the untrained loss initial_loss;
@@ -568,7 +566,7 @@ FAILURE_THRESHOLD_CHECK = FunctionCheck(
         "it failed, then take the smallest learning rate among the failed runs."
     ),
     forbidden=Forbidden(
-        calls=("course_utils.experiments.SweepResult",),
+        calls=("course_utils.records.SweepResult",),
         hint=N_(
             "decide for each run whether it diverged or degraded with comparisons of your own, as the task describes."
         ),
@@ -653,8 +651,7 @@ def check_threshold_on_sweep(fn, sweep):
     lines = [
         _("✅ {name}: the baseline first fails at lr {lr:g}, as the sweep's verdicts say").format(name=name, lr=got)
     ]
-    marks = {"ok": N_("✓ ok"), "degraded": N_("✗ degraded"), "diverged": N_("✗ diverged")}
-    others = [f"{r.lr:g} {shown(marks.get(r.status, r.status))}" for r in sweep.of("qk_norm") if r.lr >= measured]
+    others = [f"{r.lr:g} {shown(STATUS_MARK.get(r.status, r.status))}" for r in sweep.of("qk_norm") if r.lr >= measured]
     if others:
         lines.append(
             "   " + _("QK-Norm at the same learning rates and above: {runs}").format(runs=_(", ").join(others))
