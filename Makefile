@@ -3,7 +3,7 @@
 #   make lab        set up, then open JupyterLab at the welcome chapter (COURSE_LANG=ja: the Japanese edition's)
 #   make test       set up, then run every test (lint, unit tests, strict nbval over all notebooks, browser suite)
 #   make matrix     strict nbval over the training notebooks under other CPU kernels and thread counts (CI runs it)
-#   make lint       ruff: the linter and the formatter's check (`make format` rewrites)
+#   make lint       ruff (the linter and the formatter's check; `make format` rewrites) and mypy over course_utils
 #   make execute    re-execute notebooks in place on CPU, regenerate + execute their exercises
 #                   (NB="chapters/02_x.ipynb solutions/ex02_x.ipynb" for just those)
 #   make exercises  regenerate exercises/ from solutions/ (a learner's changed notebook is copied to backups/ first)
@@ -102,10 +102,12 @@ lab: $(STAMP)
 test: lint browser-deps sandbox-deps
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile
 
-# ruff, configured in pyproject.toml: lint rules and the formatter, over every .py file and notebook.
+# ruff, configured in pyproject.toml: lint rules and the formatter, over every .py file and notebook; then mypy, the
+# type checker, over course_utils ([tool.mypy] in pyproject.toml). .pre-commit-config.yaml runs the same before a commit.
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy course_utils
 
 format: $(STAMP)
 	$(BIN)/ruff format .

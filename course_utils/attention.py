@@ -61,6 +61,9 @@ class RotaryEmbedding(nn.Module):
     Channel i is paired with channel i + d/2 (the "rotate half" layout used by Llama and Qwen).
     """
 
+    cos: torch.Tensor  # (max_len, d_head) buffers, made in __init__
+    sin: torch.Tensor
+
     def __init__(self, d_head: int, max_len: int, base: float = 10000.0):
         super().__init__()
         if d_head % 2:

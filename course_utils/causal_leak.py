@@ -24,7 +24,10 @@ more threads only add synchronization (on a busy 2-core machine, training took 1
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import torch
 import torch.nn.functional as F
@@ -34,6 +37,11 @@ from . import norms
 from .env import torch_threads
 from .i18n import _
 from .model import GPTConfig, TinyGPT, lm_loss
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+_Model = TypeVar("_Model", bound=nn.Module)
 
 __all__ = [
     "LEAK_CONFIG",
@@ -52,12 +60,14 @@ __all__ = [
 LEAK_CONFIG = GPTConfig(vocab_size=16, block_size=8, n_layer=1, n_head=2, d_model=32)
 
 
-def one_thread():
-    """Run torch on one CPU thread inside the block (env.torch_threads(1))."""
-    return torch_threads(1)
+@contextmanager
+def one_thread() -> Iterator[None]:
+    """Run torch on one CPU thread inside the block (env.torch_threads(1)); a decorator too."""
+    with torch_threads(1):
+        yield
 
 
-def with_batch_norm(model: nn.Module) -> nn.Module:
+def with_batch_norm(model: _Model) -> _Model:
     """Replace every nn.LayerNorm in `model` (in place) by course_utils.norms.BatchNorm of the same width.
 
     On (batch, positions, features) activations BatchNorm keeps one mean and one variance per feature,
@@ -80,13 +90,14 @@ def make_model(norm: str, seed: int, cfg: GPTConfig = LEAK_CONFIG) -> TinyGPT:
     return with_batch_norm(model) if norm == "batchnorm" else model
 
 
-def changed_tokens(idx: torch.Tensor, positions, vocab_size: int, seed: int = 0, rows=None) -> torch.Tensor:
+def changed_tokens(
+    idx: torch.Tensor, positions: Iterable[int], vocab_size: int, seed: int = 0, rows: Iterable[int] | None = None
+) -> torch.Tensor:
     """A copy of idx (B, T) with the tokens at `positions` (of the sequences in `rows`, default all) replaced
     by a different token each."""
     g = torch.Generator().manual_seed(seed)
     out = idx.clone()
-    rows = range(idx.shape[0]) if rows is None else rows
-    for b in rows:
+    for b in range(idx.shape[0]) if rows is None else rows:
         for j in positions:
             shift = int(torch.randint(1, vocab_size, (1,), generator=g))  # 1 ... V-1: never the same token
             out[b, j] = (idx[b, j] + shift) % vocab_size
@@ -162,9 +173,7 @@ def train_on_random_tokens(
 
 @one_thread()
 @torch.no_grad()
-def per_position_loss(
-    model: nn.Module, mode: str, batches: int = 200, batch: int = 1, seed: int = 12345
-) -> torch.Tensor:
+def per_position_loss(model: TinyGPT, mode: str, batches: int = 200, batch: int = 1, seed: int = 12345) -> torch.Tensor:
     """(T,) mean next-token loss at each position on fresh random tokens.
 
     mode "train":  one forward pass over the whole sequence, BatchNorm with the batch's statistics (how the
@@ -200,7 +209,7 @@ def per_position_loss(
     return total / batches
 
 
-def _last_logits(model, prefix):
+def _last_logits(model: TinyGPT, prefix: torch.Tensor) -> torch.Tensor:
     """The logits of the prefix's last position; NaN where the model cannot run on it (BatchNorm's training mode on
     one value per feature raises a ValueError)."""
     try:
@@ -212,7 +221,7 @@ def _last_logits(model, prefix):
 # ----------------------------------------------------------------------------------------------------
 # figures
 # ----------------------------------------------------------------------------------------------------
-def draw_influence(matrices: dict, title: str | None = None):
+def draw_influence(matrices: dict[str, torch.Tensor], title: str | None = None) -> Figure:
     """Heatmaps of influence matrices side by side ({label: (T, T) tensor}) on one colour scale. The cells above the
     diagonal (the future) are outlined and carry their value: "0" only for an exact zero."""
     import matplotlib.pyplot as plt
@@ -245,12 +254,12 @@ def draw_influence(matrices: dict, title: str | None = None):
     return fig
 
 
-def draw_position_loss(curves: dict, vocab_size: int, title: str | None = None):
+def draw_position_loss(curves: dict[str, Any], vocab_size: int, title: str | None = None) -> Figure:
     """Per-position loss curves ({label: (T,) tensor or (style, tensor)}) with the honest floor log(vocab)."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(10, 5))
-    styles = {
+    styles: dict[int, dict[str, Any]] = {
         0: dict(color="#0072B2", marker="s"),
         1: dict(color="#D55E00", marker="o"),
         2: dict(color="#009E73", marker="^", ls="--"),

@@ -34,6 +34,7 @@ import sys
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any, Literal, TextIO
 
 from .i18n import N_, _, ngettext
 
@@ -42,7 +43,8 @@ __all__ = ["Comparison", "more", "less", "at_least", "at_most", "check_claims", 
 STRICT_ENV = "COURSE_STRICT_CLAIMS"  # "1": a claim that does not hold raises (the course's tests, `make execute`)
 LOG_ENV = "COURSE_CLAIMS_LOG"  # a file: every checked claim is appended to it as one JSON line
 STORED = Path(__file__).resolve().parent / "stored_claims.json"
-OPERATORS = {">": N_("more than"), ">=": N_("at least"), "<": N_("less than"), "<=": N_("at most")}
+Operator = Literal[">", ">=", "<", "<="]
+OPERATORS: dict[Operator, str] = {">": N_("more than"), ">=": N_("at least"), "<": N_("less than"), "<=": N_("at most")}
 
 
 @dataclass(frozen=True)
@@ -50,10 +52,10 @@ class Comparison:
     """`value op bound`, e.g. more(ratio, 100): true or false, and how far from flipping (`margin`)."""
 
     value: float
-    op: str  # one of OPERATORS
+    op: Operator
     bound: float
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.op not in OPERATORS:
             raise ValueError(f"op must be one of {list(OPERATORS)}, got {self.op!r}")
 
@@ -76,10 +78,10 @@ class Comparison:
             return gap
         return gap / abs(b) if b != 0 else gap
 
-    def parts(self) -> list:
+    def parts(self) -> list[Comparison]:
         return [self]
 
-    def __and__(self, other) -> AllOf:
+    def __and__(self, other: Comparison | AllOf) -> AllOf:
         return AllOf(tuple(self.parts()) + tuple(_parts(other)))
 
     def describe(self) -> str:
@@ -93,7 +95,7 @@ class Comparison:
 class AllOf:
     """Several comparisons that must all hold: `more(a, 4) & more(b, 4)`. Its margin is the smallest one."""
 
-    comparisons: tuple
+    comparisons: tuple[Comparison, ...]
 
     def __bool__(self) -> bool:
         return all(bool(c) for c in self.comparisons)
@@ -102,17 +104,21 @@ class AllOf:
     def margin(self) -> float:
         return min(c.margin for c in self.comparisons)
 
-    def parts(self) -> list:
+    def parts(self) -> list[Comparison]:
         return list(self.comparisons)
 
-    def __and__(self, other) -> AllOf:
+    def __and__(self, other: Comparison | AllOf) -> AllOf:
         return AllOf(self.comparisons + tuple(_parts(other)))
 
     def describe(self) -> str:
         return _("; ").join(c.describe() for c in self.comparisons)
 
 
-def _parts(claim) -> list:
+Claim = Comparison | AllOf | bool
+"""What check_claims checks: a comparison, several that must all hold, or a plain bool (no margin)."""
+
+
+def _parts(claim: object) -> list[Comparison]:
     if isinstance(claim, (Comparison, AllOf)):
         return claim.parts()
     raise TypeError(f"only comparisons can be joined with &, got {type(claim).__name__}")
@@ -152,7 +158,7 @@ def strict() -> bool:
 
 
 @cache
-def stored_values() -> dict:
+def stored_values() -> dict[str, Any]:
     """{key: [[[value, op, bound], ...] for each claim] of the stored run}; {} when the file is missing."""
     try:
         return json.loads(STORED.read_text(encoding="utf-8"))
@@ -160,13 +166,13 @@ def stored_values() -> dict:
         return {}
 
 
-def _values(claim) -> list:
+def _values(claim: object) -> list[list[Any]]:
     if isinstance(claim, (Comparison, AllOf)):
         return [[c.value, c.op, c.bound] for c in claim.parts()]
     return []
 
 
-def _log(key: str, claims: dict, preset) -> None:
+def _log(key: str, claims: dict[str, Claim], preset: str | None) -> None:
     path = os.environ.get(LOG_ENV)
     if not path:
         return
@@ -184,14 +190,21 @@ def _log(key: str, claims: dict, preset) -> None:
             log.write(json.dumps(entry, allow_nan=True) + "\n")
 
 
-def check_claims(key: str, claims: dict, *, preset: str | None = None, measured_on: str = "quick", out=None) -> None:
+def check_claims(
+    key: str,
+    claims: dict[str, Claim],
+    *,
+    preset: str | None = None,
+    measured_on: str = "quick",
+    out: TextIO | None = None,
+) -> None:
     """Print ✓ or ✗ for each claim ({text: Comparison, AllOf or bool}); explain a ✗; never raise for a learner.
 
     key names the claims in `stored_claims.json` (e.g. "ch05.top"), where the stored run's values are.
     preset: the preset the runs used. The claims were measured on `measured_on` (the quick CPU preset): under
     another preset (a GPU's), they are shown as expectations, with a note, and never raise, even in the tests.
     """
-    out = out or sys.stdout
+    out = sys.stdout if out is None else out
     if not isinstance(claims, dict) or not claims:
         raise TypeError("check_claims needs a dict {claim text: comparison or bool} with at least one claim")
     _log(key, claims, preset)
@@ -227,7 +240,7 @@ def check_claims(key: str, claims: dict, *, preset: str | None = None, measured_
     print(_("{summary} {why}").format(summary=summary, why=why), file=out)
 
 
-def _explain_one(key: str, index: int, claim) -> str:
+def _explain_one(key: str, index: int, claim: Claim) -> str:
     if not isinstance(claim, (Comparison, AllOf)):
         return _("your run: false")
     mine = _("your run: {values}").format(values=claim.describe())

@@ -13,6 +13,7 @@ streams and draws random windows as batches from a torch.Generator.
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import torch
@@ -57,7 +58,7 @@ VOCABULARY = tuple(
 class WordTokenizer:
     """Whitespace-separated words <-> integer ids over a fixed vocabulary."""
 
-    def __init__(self, vocabulary=VOCABULARY):
+    def __init__(self, vocabulary: Iterable[str] = VOCABULARY) -> None:
         self.itos = list(vocabulary)
         self.stoi = {w: i for i, w in enumerate(self.itos)}
         if len(self.stoi) != len(self.itos):
@@ -67,24 +68,24 @@ class WordTokenizer:
     def vocab_size(self) -> int:
         return len(self.itos)
 
-    def encode(self, text: str) -> list:
+    def encode(self, text: str) -> list[int]:
         try:
             return [self.stoi[w] for w in text.split()]
         except KeyError as exc:
             raise ValueError(f"word {exc.args[0]!r} is not in the vocabulary") from None
 
-    def decode(self, ids) -> str:
+    def decode(self, ids: Iterable[int | torch.Tensor]) -> str:
         return " ".join(self.itos[int(i)] for i in ids)
 
 
-def _noun_phrase(rng: random.Random):
+def _noun_phrase(rng: random.Random) -> tuple[list[str], int]:
     singular, plural = rng.choice(_NOUNS)
     number = rng.randrange(2)
     words = ["the"] + ([rng.choice(_ADJECTIVES)] if rng.random() < 0.5 else []) + [(singular, plural)[number]]
     return words, number
 
 
-def _agreement(rng: random.Random) -> list:
+def _agreement(rng: random.Random) -> list[str]:
     subject, number = _noun_phrase(rng)
     words = list(subject)
     for _ in range(rng.randrange(3)):  # zero to two distracting prepositional phrases
@@ -94,7 +95,7 @@ def _agreement(rng: random.Random) -> list:
     return words + ["."]
 
 
-def _recall(rng: random.Random) -> list:
+def _recall(rng: random.Random) -> list[str]:
     pairs = rng.sample(range(len(_KEYS)), rng.randrange(3, 6))
     values = [rng.randrange(len(_VALUES)) for _ in pairs]
     words = [w for k, v in zip(pairs, values) for w in (_KEYS[k], _VALUES[v])]
@@ -102,7 +103,7 @@ def _recall(rng: random.Random) -> list:
     return words + [";", _KEYS[pairs[query]], _VALUES[values[query]], "."]
 
 
-def _copy(rng: random.Random) -> list:
+def _copy(rng: random.Random) -> list[str]:
     symbols = [rng.choice(_VALUES) for _ in range(rng.randrange(3, 6))]
     return ["copy"] + symbols + ["="] + symbols + ["."]
 
@@ -134,7 +135,9 @@ class Corpus:
     def vocab_size(self) -> int:
         return self.tokenizer.vocab_size
 
-    def batch(self, split: str, batch_size: int, block_size: int, generator: torch.Generator):
+    def batch(
+        self, split: str, batch_size: int, block_size: int, generator: torch.Generator
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """(inputs, targets), both (batch_size, block_size): random windows and the same shifted by one."""
         data = self.train if split == "train" else self.val
         starts = torch.randint(len(data) - block_size - 1, (batch_size,), generator=generator)

@@ -27,11 +27,17 @@ black-and-white print or a washed-out projector.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from .i18n import N_, _
+
+if TYPE_CHECKING:
+    import ipywidgets
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 __all__ = [
     "NORM_AXES",
@@ -274,7 +280,7 @@ def _describe_dims(dims, names) -> str:
 
 def draw_norm_axes(
     reduce_dims, shape=(3, 4, 6), index=None, ax=None, color="#0072B2", label=None, title=None, values=None, legend=True
-):
+) -> Axes:
     """Draw which elements share element `index`'s statistics when a norm reduces over `reduce_dims`.
 
     shape: (samples, features) -> a table; (batch, tokens, features) -> a block of cubes.
@@ -321,7 +327,7 @@ def draw_norm_axes(
 # ----------------------------------------------------------------------------------------------------
 # the two classroom figures
 # ----------------------------------------------------------------------------------------------------
-def table_figure(x, row: int = 1, column: int = 2):
+def table_figure(x, row: int = 1, column: int = 2) -> Figure:
     """LayerNorm (one row: one sample's features) beside BatchNorm (one column: one feature over the batch),
     with the numbers of x (samples, features) in the cells and every group's mean and variance in the margin."""
     import matplotlib.pyplot as plt
@@ -389,7 +395,7 @@ def table_figure(x, row: int = 1, column: int = 2):
     return fig
 
 
-def block_figure(shape=(3, 4, 6), sample: int = 0, token: int = 1, feature: int = 2):
+def block_figure(shape=(3, 4, 6), sample: int = 0, token: int = 1, feature: int = 2) -> Figure:
     """(batch × tokens × features): the strip LayerNorm and RMSNorm reduce over (one token of one sample, every
     feature) beside BatchNorm's slab (one feature, every sample and token). LayerNorm on the left, BatchNorm on
     the right, as in table_figure."""
@@ -444,7 +450,7 @@ def _group_stat_text(norm, stats, index) -> str:
     return _("mean μ = {mean}, variance σ² = {var}").format(mean=num(stats["mean"]), var=num(stats["var"]))
 
 
-def draw_norm_explorer(x, norm="BatchNorm", sample=0, token=1, feature=2):
+def draw_norm_explorer(x, norm="BatchNorm", sample=0, token=1, feature=2) -> Figure:
     """Left: the block with the group of element (sample, token, feature) shaded. Right: the same tensor
     flattened to (sample·token) rows × feature columns, with its numbers and the same cells shaded."""
     import matplotlib.pyplot as plt
@@ -515,7 +521,7 @@ def describe_norm_explorer(x, norm="BatchNorm", sample=0, token=1, feature=2) ->
     )
 
 
-def norm_axes_explorer(x, norm="BatchNorm", sample=0, token=1, feature=2):
+def norm_axes_explorer(x, norm="BatchNorm", sample=0, token=1, feature=2) -> ipywidgets.HBox:
     """A norm selector and sliders for the element whose group is shaded; redraws in place (live_figure)."""
     import ipywidgets as w
 
@@ -565,14 +571,14 @@ _LINE_COLORS = ("#0072B2", "#D55E00", "#009E73", "#E69F00")  # Okabe-Ito
 _HATCHES = (None, "//", "xx", "..")
 
 
-def padding_figure(means: dict, title: str | None = None):
+def padding_figure(means: dict[str, torch.Tensor], title: str | None = None) -> Figure:
     """Grouped bars, one group per feature: {label: per-feature means (D,)}; the first entry is the reference."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(11, 4.8))
     width = 0.8 / len(means)
-    for k, (label, values) in enumerate(means.items()):
-        values = torch.as_tensor(values).tolist()
+    for k, (label, per_feature) in enumerate(means.items()):
+        values = torch.as_tensor(per_feature).tolist()
         offset = (k - (len(means) - 1) / 2) * width
         ax.bar(
             [d + offset for d in range(len(values))],
@@ -594,7 +600,9 @@ def padding_figure(means: dict, title: str | None = None):
     return fig
 
 
-def spread_figure(batch_sizes, bn_spread: dict, ln_spread: dict, repeats: int, guide: float = 1.2):
+def spread_figure(
+    batch_sizes, bn_spread: dict[int, float], ln_spread: dict[int, float], repeats: int, guide: float = 1.2
+) -> Figure:
     """One sample's output spread (its std across `repeats` random batches) against the batch size, on a log2
     axis, with the guide line guide / sqrt(B)."""
     import matplotlib.pyplot as plt
@@ -632,7 +640,7 @@ def spread_figure(batch_sizes, bn_spread: dict, ln_spread: dict, repeats: int, g
     return fig
 
 
-def running_stats_figure(running_means, true_means, features, gaps, floor: float, batch: int):
+def running_stats_figure(running_means, true_means, features, gaps, floor: float, batch: int) -> Figure:
     """Left: the running means of some features against the training step, dashed at the data's true means.
     Right: the mean |train - eval| output per step, and its floor (the batch noise of a batch of `batch`)."""
     import matplotlib.pyplot as plt

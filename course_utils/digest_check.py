@@ -21,7 +21,9 @@ rows built with `shown=True` read in the course's language (course_utils.i18n).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 import torch
 
@@ -61,6 +63,7 @@ assert all(PLACEMENT_WORDS[p].split(",")[0] == name for p, name in _PLACEMENT_NA
 # the columns of a checked row and the three verdicts, marked for the catalog (shown with _())
 COLUMNS = (N_("model"), N_("digest says"), N_("the code does"), N_("verdict"), N_("correction"), N_("checked against"))
 VERDICTS = (N_("agrees"), N_("wrong"), N_("unverifiable"))
+Verdict = Literal["agrees", "wrong", "unverifiable"]  # VERDICTS, as a type
 
 
 @dataclass(frozen=True)
@@ -75,7 +78,7 @@ class DigestRow:
     qk_norm: bool
     placement: str
     remark: str = ""  # the remarks column, paraphrased in English
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, object] = field(default_factory=dict)
     recipe: str | None = None  # the course_utils.recipes name that this row is checked against, if any
 
 
@@ -92,7 +95,7 @@ DIGEST_TABLE = (
 # Facts read from public reference code, for the rows without a recipe and for what a GPTConfig cannot hold:
 # {fact: (value, in words, source)}; value None means no public code settles it. Full citations with line
 # numbers: instructor/06_real_model_recipes.md.
-REFERENCE_FACTS = {
+REFERENCE_FACTS: dict[str, dict[str, tuple[object, str, str]]] = {
     "GLM-4.5/4.7": {
         "qk_norm": (
             True,
@@ -129,7 +132,7 @@ def _as_is(text: str) -> str:
     return text
 
 
-def model_facts(row: DigestRow, tr=_as_is) -> dict:
+def model_facts(row: DigestRow, tr: Callable[[str], str] = _as_is) -> dict[str, tuple[object, str, str]]:
     """{fact: (value, in words, source)} for one row: from its recipe's GPTConfig where it has one, else
     from REFERENCE_FACTS (which also holds the facts a GPTConfig cannot express, such as a QKV bias).
     tr: how the words are shown (as written, in English; or `_`, in the course's language)."""
@@ -151,20 +154,23 @@ def model_facts(row: DigestRow, tr=_as_is) -> dict:
     return facts
 
 
-def _claim_words(name: str, value, tr=_as_is) -> str:
+def _claim_words(name: str, value: object, tr: Callable[[str], str] = _as_is) -> str:
     if name == "placement":
-        return tr(_PLACEMENT_NAMES[value])
+        return tr(_PLACEMENT_NAMES[str(value)])
     return tr(_CLAIM_WORDS[name][0 if value else 1])
 
 
-def check_row(row: DigestRow, shown: bool = False) -> dict:
+def check_row(row: DigestRow, shown: bool = False) -> dict[str, str]:
     """Compare one digest row's claims with the facts: the row of the chapter's table.
 
     Its keys and words are English (what code reads); `shown=True` gives the same row in the course's language."""
     tr = _ if shown else _as_is
     facts = model_facts(row, tr)
     claims = {"qk_norm": row.qk_norm, "placement": row.placement, **row.extra}
-    wrong, unknown, says, does = [], [], [], []
+    wrong: list[str] = []
+    unknown: list[str] = []
+    says: list[str] = []
+    does: list[str] = []
     for name, claimed in claims.items():
         says.append(_claim_words(name, claimed, tr))
         value, words, _src = facts.get(name, (None, tr(N_("not found in public code")), ""))
@@ -173,7 +179,7 @@ def check_row(row: DigestRow, shown: bool = False) -> dict:
             unknown.append(name)
         elif value != claimed:
             wrong.append(tr(N_("{does}, not {says}")).format(does=words, says=_claim_words(name, claimed, tr)))
-    verdict = "wrong" if wrong else "unverifiable" if unknown else "agrees"
+    verdict: Verdict = "wrong" if wrong else "unverifiable" if unknown else "agrees"
     sources = dict.fromkeys(src for name in claims if name in facts for src in facts[name][2].split("; "))
     sep = tr(N_("; "))
     cells = (
@@ -187,24 +193,26 @@ def check_row(row: DigestRow, shown: bool = False) -> dict:
     return {tr(column): cell for column, cell in zip(COLUMNS, cells)}
 
 
-def check_adoption_table(rows=DIGEST_TABLE, shown: bool = False) -> list:
+def check_adoption_table(rows: Iterable[DigestRow] = DIGEST_TABLE, shown: bool = False) -> list[dict[str, str]]:
     """The digest's adoption table, one checked row per model (see check_row; `shown=True`: for display, in the
     course's language)."""
     return [check_row(r, shown) for r in rows]
 
 
-def verdict_summary(counts: dict) -> str:
+def verdict_summary(counts: dict[str, int]) -> str:
     """{verdict: number of rows} in words: "agrees 5, wrong 2, unverifiable 0" (in the course's language)."""
     return _(", ").join(_("{verdict} {n}").format(verdict=_(v), n=n) for v, n in counts.items())
 
 
-def embedding_claims() -> dict:
+def embedding_claims() -> dict[str, str | None]:
     """The digest says Gemma 3 and Qwen3 L2-normalize their embeddings (e / |e| * sqrt(d)). What their recipes do:
     {model: embed_scale of its GPTConfig} (None: a plain lookup; "sqrt_d": times the constant sqrt(d_model))."""
     return {RECIPES[name].title: GPTConfig(**RECIPES[name].model).embed_scale for name in ("gemma3", "qwen3")}
 
 
-def rope_commutation(gain=None, d_head: int = 16, positions: int = 32, seed: int = 0) -> float:
+def rope_commutation(
+    gain: Sequence[float] | torch.Tensor | None = None, d_head: int = 16, positions: int = 32, seed: int = 0
+) -> float:
     """max |RoPE(Norm(x)) - Norm(RoPE(x))| over random float64 head vectors, with an optional RMSNorm gain.
 
     RoPE rotates pairs of channels, so it keeps every vector's RMS: without a gain (or with a constant one) the
@@ -214,7 +222,7 @@ def rope_commutation(gain=None, d_head: int = 16, positions: int = 32, seed: int
     x = torch.randn(positions, d_head, generator=torch.Generator().manual_seed(seed), dtype=torch.float64) * 3
     g = torch.ones(d_head, dtype=torch.float64) if gain is None else torch.as_tensor(gain, dtype=torch.float64)
 
-    def norm(v):
+    def norm(v: torch.Tensor) -> torch.Tensor:
         return v / v.pow(2).mean(-1, keepdim=True).sqrt() * g
 
     return float((rope(norm(x)) - norm(rope(x))).abs().max())

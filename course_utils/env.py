@@ -6,6 +6,7 @@ import os
 import platform
 import random
 import sys
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 import torch
@@ -26,7 +27,7 @@ __all__ = [
 
 
 @contextmanager
-def torch_threads(n: int | None):
+def torch_threads(n: int | None) -> Iterator[None]:
     """Run torch on n CPU threads inside the block (None: leave as is), and restore the setting after it.
 
     Small models are as fast on one thread as on several, and one thread makes their float sums come out the
@@ -86,7 +87,7 @@ def release(version: str) -> str:
     return str(version).split("+", 1)[0]
 
 
-def course_releases() -> dict:
+def course_releases() -> dict[str, str]:
     """The releases of the packages whose code makes the course's numbers: the same on every machine set up
     with `make` (they are pinned), whatever its operating system, Python patch version, torch build or device."""
     import ipywidgets
@@ -101,7 +102,7 @@ def course_releases() -> dict:
     }
 
 
-def environment_report() -> dict:
+def environment_report() -> dict[str, str]:
     """Versions and the picked device, as a dict (the welcome chapter prints what differs between machines)."""
     import matplotlib
     import numpy
@@ -136,7 +137,9 @@ REPORT_LABELS = {
 }
 
 
-def format_environment(report: dict, keys=("python", "platform", "torch", "device", "why")) -> str:
+def format_environment(
+    report: dict[str, str], keys: Sequence[str] = ("python", "platform", "torch", "device", "why")
+) -> str:
     """`report`'s values for `keys`, one a line, each after its label ("platform: Linux x86_64"), the labels
     right-aligned by display width and translated (the keys stay as they are: code reads them)."""
     labels = [_(REPORT_LABELS.get(key, key)) for key in keys]

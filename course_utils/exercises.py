@@ -29,7 +29,11 @@ import argparse
 import copy
 import re
 import sys
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
+
+from nbformat import NotebookNode
 
 from . import learner_work, nbtools
 
@@ -76,11 +80,11 @@ def exercise_id(path: Path) -> str:
     return path.stem  # ex01_layernorm
 
 
-def make_exercise(solution_path: Path, previous=None):
+def make_exercise(solution_path: Path, previous: NotebookNode | None = None) -> NotebookNode:
     """The exercise notebook for one solution notebook (outputs kept from `previous` where unchanged)."""
     nb = nbtools.read(solution_path)
     ex = copy.deepcopy(nb)
-    old = {}
+    old: dict[str, NotebookNode] = {}
     if previous is not None:
         for cell in previous.cells:
             if cell.cell_type == "code":
@@ -101,18 +105,18 @@ def make_exercise(solution_path: Path, previous=None):
     return nbtools.strip_volatile(ex)
 
 
-def learner_view(nb):
+def learner_view(nb: NotebookNode) -> tuple[list[tuple[str, str]], dict[str, Any]]:
     """What the generator decides (cell types, sources, course metadata), without execution results."""
     return ([(c.cell_type, c.source) for c in nb.cells], dict(nb.metadata.get("course", {})))
 
 
-def generate(root: Path = ROOT, check: bool = False, only=None) -> list:
+def generate(root: Path = ROOT, check: bool = False, only: Iterable[str] | None = None) -> list[str]:
     """Write (or, with check=True, only compare) every exercise; returns the out-of-date names.
 
     only: an iterable of exercise ids or file names (ex02_rmsnorm or ex02_rmsnorm.ipynb) to limit the work;
     UnknownExercise, before anything is written, if one of them names no solution notebook.
     """
-    stale = []
+    stale: list[str] = []
     wanted = None if not only else {Path(name).stem for name in only}
     solutions = sorted((root / "solutions").glob("ex*.ipynb"))
     unknown = sorted(wanted - {s.stem for s in solutions}) if wanted else []
@@ -136,7 +140,7 @@ def generate(root: Path = ROOT, check: bool = False, only=None) -> list:
     return stale
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only report exercises that are out of date")
     parser.add_argument("only", nargs="*", help="exercise ids or solution paths (default: all)")

@@ -20,17 +20,24 @@ from __future__ import annotations
 
 import logging
 import unicodedata
+from typing import TYPE_CHECKING, Any
 
 import matplotlib
 from matplotlib.text import Text
 
 from .i18n import _
 
+if TYPE_CHECKING:
+    from IPython.display import DisplayHandle
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+    from matplotlib.typing import RcKeyType
+
 __all__ = ["MIN_FONT_PT", "STYLE", "figure_bundle", "figure_problems", "show", "use_course_style"]
 
 MIN_FONT_PT = 10.0
 
-STYLE = {
+STYLE: dict[RcKeyType, float] = {
     "font.size": 11,
     "axes.titlesize": 12,
     "axes.labelsize": 11,
@@ -88,21 +95,22 @@ class _OneWeightFilter(logging.Filter):
 use_course_style()
 
 
-def _is_data_axes(ax) -> bool:
+def _is_data_axes(ax: Axes) -> bool:
     """An axes that plots data on visible axes (not a drawing with its axes switched off, not a colorbar)."""
     if not ax.axison or not ax.get_visible() or hasattr(ax, "_colorbar"):
         return False
     return bool(ax.lines or ax.collections or ax.images or ax.patches or ax.containers)
 
 
-def figure_problems(fig) -> list[str]:
+def figure_problems(fig: Figure) -> list[str]:
     """What would make `fig` hard to read in a room: small text, and data axes without labels."""
     problems = []
     fig.canvas.draw()  # lay out tick labels and legends, so that every text has its final size
-    small = {}
+    small: dict[float, list[str]] = {}
     for text in fig.findobj(Text):
-        if text.get_visible() and text.get_text().strip() and text.get_fontsize() < MIN_FONT_PT - 1e-9:
-            small.setdefault(round(text.get_fontsize(), 1), []).append(text.get_text().strip()[:30])
+        size = float(text.get_fontsize())  # in points, once drawn (the stubs also allow a name such as "large")
+        if text.get_visible() and text.get_text().strip() and size < MIN_FONT_PT - 1e-9:
+            small.setdefault(round(size, 1), []).append(text.get_text().strip()[:30])
     for size, texts in sorted(small.items()):
         problems.append(f"{len(texts)} text(s) at {size:g} pt, below {MIN_FONT_PT:g} pt: {texts[:3]}")
     for i, ax in enumerate(fig.axes):
@@ -116,7 +124,7 @@ def figure_problems(fig) -> list[str]:
     return problems
 
 
-def _shares_label(ax, which: str) -> bool:
+def _shares_label(ax: Axes, which: str) -> bool:
     """True when `ax` shares this axis with a labelled axes of the same row/column, or the figure labels it."""
     fig = ax.figure
     sup = getattr(fig, "_supxlabel" if which == "x" else "_supylabel", None)
@@ -129,7 +137,7 @@ def _shares_label(ax, which: str) -> bool:
     return False
 
 
-def _japanese_beside_math(fig) -> None:
+def _japanese_beside_math(fig: Figure) -> None:
     """Draw a text that mixes Japanese with a formula ("ブロック $l$") in the Japanese font.
 
     matplotlib draws the text around `$…$` in one font, without the glyph-by-glyph fallback of plain text, so
@@ -143,7 +151,7 @@ def _japanese_beside_math(fig) -> None:
             text.set_fontfamily(JAPANESE_FONT)
 
 
-def figure_bundle(fig, alt: str) -> tuple[dict, dict]:
+def figure_bundle(fig: Figure, alt: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """(data, metadata) of a display_data output: the PNG, and `alt` as its alt text and plain text."""
     from IPython.core.pylabtools import print_figure
 
@@ -158,7 +166,7 @@ def figure_bundle(fig, alt: str) -> tuple[dict, dict]:
     return {"image/png": png, "text/plain": _("[Figure: {alt}]").format(alt=alt)}, {"image/png": {"alt": alt}}
 
 
-def show(fig, alt: str, display_id: bool = False):
+def show(fig: Figure, alt: str, display_id: bool = False) -> DisplayHandle | None:
     """Check `fig`, display it with alt text, close it. Returns the display handle when display_id=True."""
     import matplotlib.pyplot as plt
     from IPython.display import display

@@ -14,8 +14,10 @@ nearest binary float), and a square root is simplified to a·√b with b square-
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 from .i18n import _
 
@@ -91,7 +93,7 @@ def exact_sqrt(q) -> Surd | float:
     return Surd(Fraction(k, q.denominator), m)
 
 
-def _to_fraction(v) -> Fraction:
+def _to_fraction(v: Any) -> Fraction:
     if isinstance(v, bool):
         raise TypeError("handcalc: booleans are not numbers to normalize")
     if isinstance(v, (int, Fraction)):
@@ -105,7 +107,7 @@ def _to_fraction(v) -> Fraction:
     raise TypeError(f"handcalc: expected numbers, got {type(v).__name__}")
 
 
-def _values(values):
+def _values(values: Iterable[object]) -> list[Fraction]:
     xs = [_to_fraction(v) for v in values]
     if not xs:
         raise ValueError("handcalc: need at least one value")
@@ -143,7 +145,7 @@ def _divided_by(numerator: Fraction, root) -> str:
     return rf"\frac{{{_frac_latex(numerator)}}}{{{float(root):.6g}}}"
 
 
-def _normalized(parts, root):
+def _normalized(parts: Sequence[Fraction], root: Surd | float) -> list[float]:
     if float(root) == 0.0:
         # all deviations are 0 and eps is 0: the textbook formula is 0/0; we report 0 as torch does with eps > 0
         return [0.0 for _ in parts]
@@ -158,13 +160,13 @@ def _list_latex(items) -> str:
 class LayerNormSteps:
     """The hand computation of LayerNorm (no gain/shift): mean, deviations, variance, std, result."""
 
-    values: tuple
+    values: tuple[Fraction, ...]
     eps: Fraction
     mean: Fraction
-    deviations: tuple
+    deviations: tuple[Fraction, ...]
     variance: Fraction  # biased: divide by n
     std: Surd | float  # sqrt(variance + eps)
-    normalized: list
+    normalized: list[float]
 
     def _repr_markdown_(self) -> str:
         n = len(self.values)
@@ -214,12 +216,12 @@ def _heading(template: str, xs: str, n: int, eps) -> str:
 class RMSNormSteps:
     """The hand computation of RMSNorm (no gain): squares, mean square, RMS, result."""
 
-    values: tuple
+    values: tuple[Fraction, ...]
     eps: Fraction
-    squares: tuple
+    squares: tuple[Fraction, ...]
     mean_square: Fraction
     rms: Surd | float  # sqrt(mean_square + eps)
-    normalized: list
+    normalized: list[float]
 
     def _repr_markdown_(self) -> str:
         n = len(self.values)
@@ -247,27 +249,27 @@ class RMSNormSteps:
         )
 
 
-def layer_norm_steps(values, eps=0.0) -> LayerNormSteps:
+def layer_norm_steps(values: Iterable[object], eps: object = 0.0) -> LayerNormSteps:
     """Every step of LayerNorm on a short list of numbers, exact where possible."""
     xs = _values(values)
     e = _to_fraction(eps)
     if e < 0:
         raise ValueError(f"handcalc: eps must be >= 0, got {eps}")
     n = len(xs)
-    mean = sum(xs) / n
+    mean = sum(xs, Fraction(0)) / n
     deviations = tuple(x - mean for x in xs)
-    variance = sum(d * d for d in deviations) / n
+    variance = sum((d * d for d in deviations), Fraction(0)) / n
     std = exact_sqrt(variance + e)
     return LayerNormSteps(tuple(xs), e, mean, deviations, variance, std, _normalized(deviations, std))
 
 
-def rms_norm_steps(values, eps=0.0) -> RMSNormSteps:
+def rms_norm_steps(values: Iterable[object], eps: object = 0.0) -> RMSNormSteps:
     """Every step of RMSNorm on a short list of numbers, exact where possible."""
     xs = _values(values)
     e = _to_fraction(eps)
     if e < 0:
         raise ValueError(f"handcalc: eps must be >= 0, got {eps}")
     squares = tuple(x * x for x in xs)
-    mean_square = sum(squares) / len(xs)
+    mean_square = sum(squares, Fraction(0)) / len(xs)
     rms = exact_sqrt(mean_square + e)
     return RMSNormSteps(tuple(xs), e, squares, mean_square, rms, _normalized(xs, rms))

@@ -26,7 +26,10 @@ import datetime
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+
+from nbformat import NotebookNode
 
 from . import i18n, nbtools
 from .i18n import _
@@ -37,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 BACKUPS = "backups"
 
 
-def cells(nb) -> list:
+def cells(nb: NotebookNode) -> list[tuple[str, str]]:
     """What a learner writes: each cell's type and source (outputs and metadata are not work)."""
     return [(c.cell_type, c.source) for c in nb.cells]
 
@@ -89,7 +92,7 @@ def backup_path(path: Path, root: Path, now: datetime.datetime | None = None) ->
     return target
 
 
-def read_or_none(path: Path):
+def read_or_none(path: Path) -> NotebookNode | None:
     """The notebook at `path`, or None when there is none or it cannot be read (a damaged file is kept by
     keep_a_copy all the same)."""
     try:
@@ -98,7 +101,7 @@ def read_or_none(path: Path):
         return None
 
 
-def keep_a_copy(path: Path, new_nb, root: Path = ROOT, quiet: bool = False) -> Path | None:
+def keep_a_copy(path: Path, new_nb: NotebookNode, root: Path = ROOT, quiet: bool = False) -> Path | None:
     """Before `path` is overwritten with `new_nb`: copy it to backups/ when it holds cells that `new_nb` lacks and
     git does not hold them either. Returns the copy's path (None: nothing to keep)."""
     path = Path(path)
@@ -175,7 +178,7 @@ def _reset(exercises, exercise: str, lang: str, root: Path) -> Path:
     return target
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     start_over = sub.add_parser("reset", help="start an exercise over, keeping a copy of the current one")

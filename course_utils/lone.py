@@ -60,7 +60,7 @@ def normalize(name: str) -> str:
 
 def installed() -> dict[str, str]:
     """{normalized name: version} of every distribution this Python can import from."""
-    found = {}
+    found: dict[str, str] = {}
     for dist in importlib.metadata.distributions():
         name = dist.metadata["Name"]
         if name:
@@ -83,7 +83,7 @@ def requirements(distribution: str = DISTRIBUTION) -> list[str]:
 
 def missing(wanted: list[str], have: dict[str, str]) -> list[str]:
     """The requirements in `wanted` whose package is not installed at all (an installed one counts, any version)."""
-    return [spec for spec in wanted if normalize(_NAME.match(spec)[1]) not in have]
+    return [spec for spec in wanted if (name := _NAME.match(spec)) and normalize(name[1]) not in have]
 
 
 def pip_command(specs: list[str], constraints: str) -> list[str]:

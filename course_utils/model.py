@@ -113,7 +113,7 @@ class MLP(nn.Module):
         self.up = nn.Linear(cfg.d_model, cfg.mlp_ratio * cfg.d_model, bias=False)
         self.down = nn.Linear(cfg.mlp_ratio * cfg.d_model, cfg.d_model, bias=False)
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.down(F.gelu(self.up(x)))
 
 
@@ -145,7 +145,7 @@ class Block(nn.Module):
         if cfg.placement == "peri":
             self.norm1_out, self.norm2_out = make_norm(cfg), make_norm(cfg)
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.placement == "pre":
             x = x + self.attn(self.norm1(x))
             x = x + self.mlp(self.norm2(x))
@@ -194,8 +194,8 @@ class TinyGPT(nn.Module):
             logits = softcap(logits, self.cfg.logit_softcap)
         return logits
 
-    def attention_layers(self):
-        return [block.attn for block in self.blocks]
+    def attention_layers(self) -> list[CausalSelfAttention]:
+        return [m for m in self.modules() if isinstance(m, CausalSelfAttention)]  # one per block, in order
 
 
 def lm_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:

@@ -14,6 +14,7 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -26,19 +27,19 @@ __all__ = ["read", "write", "execute", "strip_volatile", "code_cells"]
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
-def read(path) -> nbformat.NotebookNode:
+def read(path: str | os.PathLike[str]) -> nbformat.NotebookNode:
     return nbformat.read(str(path), as_version=4)
 
 
-def write(nb, path) -> None:
+def write(nb: nbformat.NotebookNode, path: str | os.PathLike[str]) -> None:
     nbformat.write(nb, str(path))
 
 
-def code_cells(nb):
+def code_cells(nb: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
     return [c for c in nb.cells if c.cell_type == "code"]
 
 
-def strip_volatile(nb) -> nbformat.NotebookNode:
+def strip_volatile(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """Remove what changes from run to run without meaning anything: widget ids and state, timings, and the
     Python patch version of the machine that ran it (language_info.version: 3.11.2 on Debian 12, 3.11.7 here)."""
     nb.metadata.pop("widgets", None)
@@ -59,7 +60,7 @@ def strip_volatile(nb) -> nbformat.NotebookNode:
     return nb
 
 
-def execute(path, timeout: int = 600) -> float:
+def execute(path: str | os.PathLike[str], timeout: int = 600) -> float:
     """Execute a notebook in place (cwd = its folder); returns the seconds it took.
 
     Its claims are strict (a claim that does not hold stops the execution: course_utils.claims), and the values
@@ -76,7 +77,7 @@ def execute(path, timeout: int = 600) -> float:
 
 
 @contextmanager
-def _environment(values: dict):
+def _environment(values: dict[str, str]) -> Iterator[None]:
     """os.environ with `values` set inside the block (a kernel started there inherits them), then as before."""
     before = {name: os.environ.get(name) for name in values}
     os.environ.update(values)
@@ -90,10 +91,10 @@ def _environment(values: dict):
                 os.environ[name] = value
 
 
-def record_stored_claims(lines, path: Path = claims.STORED) -> None:
+def record_stored_claims(lines: Iterable[str], path: Path = claims.STORED) -> None:
     """Store the values of the claims in `lines` (JSON lines of a claims log) as the stored run's, by key."""
     stored = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-    fresh: dict = {}
+    fresh: dict[str, dict[int, list[list[object]]]] = {}
     for line in lines:
         entry = json.loads(line)
         fresh.setdefault(entry["key"], {})[entry["index"]] = entry["values"]
@@ -130,7 +131,7 @@ def _execute(path: Path, timeout: int) -> float:
     return seconds
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] != "execute" or len(args) < 2:
         print("usage: python -m course_utils.nbtools execute NOTEBOOK...", file=sys.stderr)

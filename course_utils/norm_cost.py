@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -38,7 +40,7 @@ PAIRS = {
 }
 
 
-def norm_calls(x: torch.Tensor) -> dict:
+def norm_calls(x: torch.Tensor) -> dict[str, Callable[[], torch.Tensor]]:
     """The four calls to time, each a zero-argument function on the activation tensor x (..., D)."""
     d = x.shape[-1]
     weight = torch.ones(d, dtype=x.dtype, device=x.device)
@@ -57,8 +59,13 @@ def _sync(device: torch.device) -> None:
 
 
 def measure_norm_cost(
-    shape=(8, 512, 768), dtype=torch.float32, device="cpu", rounds: int = 25, warmup: int = 3, seed: int = 0
-) -> dict:
+    shape: tuple[int, ...] = (8, 512, 768),
+    dtype: torch.dtype = torch.float32,
+    device: str | torch.device = "cpu",
+    rounds: int = 25,
+    warmup: int = 3,
+    seed: int = 0,
+) -> dict[str, Any]:
     """Median seconds per call of each norm, and time(LayerNorm) / time(RMSNorm) for each pair.
 
     Returns {"shape", "dtype", "device", "threads", "rounds", "seconds": {call: median s},
@@ -68,7 +75,7 @@ def measure_norm_cost(
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(shape, generator=g).to(device=device, dtype=dtype)
     calls = norm_calls(x)
-    times = {name: [] for name in calls}
+    times: dict[str, list[float]] = {name: [] for name in calls}
     with torch.inference_mode():
         for _round in range(warmup):
             for fn in calls.values():
@@ -93,7 +100,7 @@ def measure_norm_cost(
     }
 
 
-def aten_ops(fn, *args, **kwargs) -> list:
+def aten_ops(fn: Callable[..., object], *args: Any, **kwargs: Any) -> list[str]:
     """The ATen operators one call of fn(*args) dispatches, in order (e.g. ['pow', 'mean', ...]).
 
     Uses torch's dispatch-mode hook (a debugging tool from torch.utils._python_dispatch): every operator
@@ -102,9 +109,9 @@ def aten_ops(fn, *args, **kwargs) -> list:
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class _Record(TorchDispatchMode):
-        def __init__(self):
+        def __init__(self) -> None:
             super().__init__()
-            self.ops = []
+            self.ops: list[str] = []
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             self.ops.append(func.overloadpacket.__name__)
@@ -115,7 +122,7 @@ def aten_ops(fn, *args, **kwargs) -> list:
     return record.ops
 
 
-def format_report(result: dict, pairs=None) -> str:
+def format_report(result: dict[str, Any], pairs: Iterable[str] | None = None) -> str:
     """The measurement as a small table: milliseconds per call and the ratios side by side.
 
     `pairs` picks the rows (names from PAIRS, e.g. ("course reference",)); all of them by default.

@@ -221,10 +221,10 @@ class LayerNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(d))
         self.bias = nn.Parameter(torch.zeros(d)) if bias else None
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         return layer_norm(x, self.weight, self.bias, self.eps)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return f"{self.weight.shape[0]}, eps={self.eps}, bias={self.bias is not None}"
 
 
@@ -243,10 +243,10 @@ class RMSNorm(nn.Module):
         self.eps, self.plus_one = eps, plus_one
         self.weight = nn.Parameter(torch.zeros(d) if plus_one else torch.ones(d))
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         return rms_norm(x, gain_of(self), self.eps)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return f"{self.weight.shape[0]}, eps={self.eps}" + (", gain=1+w" if self.plus_one else "")
 
 
@@ -257,9 +257,12 @@ def gain_of(norm: nn.Module) -> torch.Tensor:
     transformers' GemmaRMSNorm): with bfloat16 parameters, 1 + w rounded to bfloat16 would lose w's last digits
     (w near 0 has many more of them than 1 + w can hold), and about one output in five would end one bfloat16
     step away from the reference's."""
+    weight = norm.weight
+    if not isinstance(weight, torch.Tensor):
+        raise TypeError(f"{type(norm).__name__} has no weight tensor")
     if not getattr(norm, "plus_one", False):
-        return norm.weight
-    return norm.weight.to(torch.promote_types(norm.weight.dtype, torch.float32)) + 1
+        return weight
+    return weight.to(torch.promote_types(weight.dtype, torch.float32)) + 1
 
 
 class DynamicTanh(nn.Module):
@@ -279,11 +282,11 @@ class DynamicTanh(nn.Module):
         self.weight = nn.Parameter(torch.ones(d))
         self.bias = nn.Parameter(torch.zeros(d)) if bias else None
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = torch.tanh(self.alpha * x) * self.weight
         return y if self.bias is None else y + self.bias
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return f"{self.weight.shape[0]}, alpha={self.alpha.item():g}, bias={self.bias is not None}"
 
 
@@ -299,7 +302,7 @@ class BatchNorm(nn.Module):
         self.register_buffer("running_mean", torch.zeros(d))
         self.register_buffer("running_var", torch.ones(d))
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         return batch_norm(
             x,
             self.running_mean,
@@ -311,5 +314,5 @@ class BatchNorm(nn.Module):
             eps=self.eps,
         )
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return f"{self.weight.shape[0]}, momentum={self.momentum}, eps={self.eps}"

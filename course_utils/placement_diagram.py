@@ -31,13 +31,18 @@ from __future__ import annotations
 
 import operator
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 import torch.fx
 
 from .i18n import N_, _
 from .model import Block, GPTConfig
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = [
     "PLACEMENT_TITLES",
@@ -76,8 +81,8 @@ _STREAM, _WIRE, _WARN = "#0072B2", "#555555", "#D55E00"
 class SublayerLayout:
     """One sub-layer of a block: the modules on its branch, in call order, and those on the highway after it."""
 
-    branch: tuple  # e.g. ("Norm", "F")
-    highway: tuple  # e.g. ("Norm",) for Post-LN, () otherwise
+    branch: tuple[str, ...]  # e.g. ("Norm", "F")
+    highway: tuple[str, ...]  # e.g. ("Norm",) for Post-LN, () otherwise
 
     @property
     def equation(self) -> str:
@@ -109,43 +114,55 @@ def block_layouts(placement: str) -> list[SublayerLayout]:
     kinds = {"attn": SUBLAYER, "mlp": SUBLAYER}
     graph = _BlockTracer().trace(block)
 
-    def kind(node) -> str:
-        if node.target in kinds:
+    def kind(node: torch.fx.Node) -> str:
+        if isinstance(node.target, str) and node.target in kinds:
             return kinds[node.target]
         if str(node.target).startswith("norm"):
             return NORM
         raise ValueError(f"Block({placement!r}) calls {node.target!r}, which the diagram does not know")
 
-    def chain(end, start) -> list:
+    def chain(end: torch.fx.Node, start: torch.fx.Node) -> list[str]:
         """The module calls on the way from `start` to `end`, each reading the one before (oldest first)."""
-        names = []
+        names: list[str] = []
         while end is not start:
             if end.op != "call_module" or len(end.args) != 1:
                 raise ValueError(f"Block({placement!r}): expected a chain of module calls, found {end.op} {end.target}")
             names.append(kind(end))
-            end = end.args[0]
+            end = _input(end, 0)
         return names[::-1]
 
-    def is_branch(node) -> bool:
+    def is_branch(node: torch.fx.Node) -> bool:
         """True when the value passed through attention or the MLP on its way here."""
         while node.op == "call_module":
             if node.target in kinds:
                 return True
-            node = node.args[0]
+            node = _input(node, 0)
         return False
 
     adds = [n for n in graph.nodes if n.op == "call_function" and n.target in (torch.add, operator.add)]
     output = next(n for n in graph.nodes if n.op == "output")
     stream = next(n for n in graph.nodes if n.op == "placeholder")
-    layouts, before = [], None
+    layouts: list[SublayerLayout] = []
+    before: tuple[str, ...] | None = None
     for add in adds:
-        branch_end, stream_in = (add.args[1], add.args[0]) if is_branch(add.args[1]) else add.args
+        left, right = _input(add, 0), _input(add, 1)
+        branch_end, stream_in = (right, left) if is_branch(right) else (left, right)
         if before is not None:  # what the previous sub-layer left on the highway
             layouts.append(SublayerLayout(before, tuple(chain(stream_in, stream))))
         before = tuple(chain(branch_end, stream_in))
         stream = add
-    layouts.append(SublayerLayout(before, tuple(chain(output.args[0], stream))))
+    if before is None:
+        raise ValueError(f"Block({placement!r}) adds no sub-layer to the stream")
+    layouts.append(SublayerLayout(before, tuple(chain(_input(output, 0), stream))))
     return layouts
+
+
+def _input(node: torch.fx.Node, i: int) -> torch.fx.Node:
+    """The node that computes `node`'s i-th argument (an error for a constant: the diagram draws only wires)."""
+    arg = node.args[i]
+    if not isinstance(arg, torch.fx.Node):
+        raise ValueError(f"{node.op} {node.target}: argument {i} is {arg!r}, not the output of another call")
+    return arg
 
 
 def sublayer_layout(placement: str) -> SublayerLayout:
@@ -156,7 +173,7 @@ def sublayer_layout(placement: str) -> SublayerLayout:
     return attention
 
 
-def describe_placements(placements) -> str:
+def describe_placements(placements: Sequence[str]) -> str:
     """Alt text for draw_placements: each placement's name and equation, read from the model's code."""
     parts = [
         _("{title}: {equation}").format(title=placement_title(p), equation=sublayer_layout(p).plain_equation)
@@ -233,7 +250,7 @@ def _circle(x, y):
     return plt.Circle((x, y), 0.35, fc="white", ec="black", zorder=3)
 
 
-def draw_placements(placements=("pre", "post", "peri", "reordered")):
+def draw_placements(placements: Iterable[str] = ("pre", "post", "peri", "reordered")) -> Figure:
     """One panel per placement (names as GPTConfig spells them), each drawn from the Block's traced forward.
 
     Returns the matplotlib Figure; show it with course_utils.figures.show and describe_placements' alt text.

@@ -13,8 +13,14 @@ no widget (the stored file keeps no widget views, see `course_utils.nbtools`) th
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
 from .checks import MultipleChoice
 from .i18n import _
+
+if TYPE_CHECKING:
+    import ipywidgets
 
 __all__ = ["MultipleChoice", "question_markdown", "question_bundle", "show_quiz"]
 
@@ -37,14 +43,14 @@ def _question(number: int) -> str:
     return _("**Question {number}.**").format(number=number)
 
 
-def feedback(q: MultipleChoice, letter) -> str:
+def feedback(q: MultipleChoice, letter: str | None) -> str:
     if letter is None:
         return _("Pick an answer first.")
     ok, why = q.grade(letter)
     return (_("✅ Right: {why}") if ok else _("❌ Not quite: {why}")).format(why=why)
 
 
-def _answer_box(number: int, q: MultipleChoice):
+def _answer_box(number: int, q: MultipleChoice) -> ipywidgets.VBox:
     """The live rendering: the question (Markdown turned into HTML, maths typeset), radio buttons, Check."""
     import ipywidgets as w
     import mistune
@@ -56,16 +62,16 @@ def _answer_box(number: int, q: MultipleChoice):
     button = w.Button(description=_("Check"), button_style="primary", layout=w.Layout(flex="0 0 auto", width="auto"))
     result = w.HTMLMath()
 
-    def on_click(_b):
+    def on_click(_b: object) -> None:
         result.value = feedback(q, radio.value)
 
     button.on_click(on_click)
     return w.VBox([prompt, radio, w.HBox([button, result])])
 
 
-def question_bundle(number: int, q: MultipleChoice) -> dict:
+def question_bundle(number: int, q: MultipleChoice) -> dict[str, Any]:
     """One question as one display bundle: the widget view, its Markdown twin, and a one-line text fallback."""
-    bundle = {
+    bundle: dict[str, Any] = {
         "text/markdown": question_markdown(number, q),
         "text/plain": _("[Answer box for question {number}: run this cell in JupyterLab to answer it.]").format(
             number=number
@@ -79,7 +85,7 @@ def question_bundle(number: int, q: MultipleChoice) -> dict:
     return bundle
 
 
-def show_quiz(questions) -> None:
+def show_quiz(questions: Iterable[MultipleChoice]) -> None:
     """Display each question once: a widget in a live session, Markdown with the answer folded everywhere else."""
     from IPython.display import display
 

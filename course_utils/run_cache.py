@@ -21,8 +21,10 @@ import contextlib
 import hashlib
 import os
 import pickle
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 from pathlib import Path
+from typing import TypeVar
 
 __all__ = ["ENV", "memo", "enabled"]
 
@@ -46,7 +48,7 @@ def code_version() -> str:
 
 
 @contextlib.contextmanager
-def _locked(path: Path):
+def _locked(path: Path) -> Iterator[None]:
     with open(path, "a+b") as handle:
         try:
             import fcntl
@@ -60,12 +62,15 @@ def _locked(path: Path):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def memo(kind: str, key, compute):
+_T = TypeVar("_T")
+
+
+def memo(kind: str, key: object, compute: Callable[[], _T]) -> _T:
     """compute() — or, when COURSE_RUN_CACHE is set, the result stored for (kind, key) by an earlier call."""
-    folder = os.environ.get(ENV)
-    if not folder:
+    root = os.environ.get(ENV)
+    if not root:
         return compute()
-    folder = Path(folder)
+    folder = Path(root)
     folder.mkdir(parents=True, exist_ok=True)
     name = hashlib.sha256(repr((kind, key, code_version())).encode()).hexdigest()[:24]
     path = folder / f"{kind}-{name}.pkl"

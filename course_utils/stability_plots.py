@@ -20,12 +20,17 @@ common kinds of colour blindness).
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Any
 
 import matplotlib.pyplot as plt
 import torch
 
 from .attention import attention_entropy, qk_norm_bound, softcap
 from .i18n import N_, _
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 __all__ = [
     "VARIANT_COLORS",
@@ -45,7 +50,7 @@ VARIANT_COLORS = {"baseline": "#D55E00", "qk_norm": "#0072B2", "softcap": "#CC79
 # ----------------------------------------------------------------------------------------------------
 # section 1: the softmax saturates
 # ----------------------------------------------------------------------------------------------------
-def saturation(scales, entropy, top_weight, n_keys: int):
+def saturation(scales, entropy, top_weight, n_keys: int) -> Figure:
     """Entropy (left axis) and largest weight (right axis) of one query's softmax against the logit scale.
 
     The two curves cross over where the logits spread over a few units: below that the weights are nearly
@@ -62,14 +67,14 @@ def saturation(scales, entropy, top_weight, n_keys: int):
     right.set_ylabel(_("largest attention weight"))
     right.set_ylim(0, 1.05)
     lines = ax.get_lines() + right.get_lines()
-    ax.legend(lines, [line.get_label() for line in lines], loc="center left")
+    ax.legend(lines, [str(line.get_label()) for line in lines], loc="center left")
     ax.set_title(_("Bigger logits: the softmax saturates, its entropy collapses"))
     ax.grid(alpha=0.3, which="both")
     fig.tight_layout()
     return fig
 
 
-def attention_weights(base_logits, log_scale: float):
+def attention_weights(base_logits: torch.Tensor, log_scale: float) -> Figure:
     """Bar chart of softmax(10**log_scale * base_logits): one query's weight on each key."""
     p = torch.softmax(10**log_scale * base_logits, dim=-1)
     n_keys = p.numel()
@@ -93,7 +98,7 @@ def attention_weights(base_logits, log_scale: float):
 _CAPS = ((50.0, N_("attention cap")), (30.0, N_("final-logit cap")))  # names translated where drawn
 
 
-def softcap_curves(taus=_CAPS, limit: float = 150.0):
+def softcap_curves(taus: tuple[tuple[float, str], ...] = _CAPS, limit: float = 150.0) -> Figure:
     """tau * tanh(s / tau) for each (tau, name), against the raw logit s, with the identity and the lines +-tau."""
     s = torch.linspace(-limit, limit, 601)
     fig, ax = plt.subplots(figsize=(7.5, 3.9))
@@ -122,7 +127,7 @@ def softcap_curves(taus=_CAPS, limit: float = 150.0):
 # ----------------------------------------------------------------------------------------------------
 # section 6: the sweep
 # ----------------------------------------------------------------------------------------------------
-def plot_final_losses(ax, result, style, margin: float = 0.5):
+def plot_final_losses(ax: Axes, result, style, margin: float = 0.5) -> tuple[float, float]:
     """The final validation loss of every variant against learning rate, drawn on `ax`; returns (ℓ0, best).
 
     A diverged run is drawn at the untrained loss ℓ0, as the LR sensitivity counts it, and every failed run is
@@ -139,7 +144,8 @@ def plot_final_losses(ax, result, style, margin: float = 0.5):
         ax.plot([r.lr for r in runs], shown, **line)
         failed = [(r.lr, y) for r, y in zip(runs, shown) if not r.survived]
         if failed:
-            ax.scatter(*zip(*failed), s=170, facecolors="none", edgecolors=line["color"], linewidths=2)
+            lrs, ys = zip(*failed)
+            ax.scatter(lrs, ys, s=170, facecolors="none", edgecolors=line["color"], linewidths=2)
     ax.axhline(l0, color="black", ls=":", lw=1, label=_("initial loss ℓ0 (untrained)"))
     ax.axhspan(
         best,
@@ -151,10 +157,10 @@ def plot_final_losses(ax, result, style, margin: float = 0.5):
     return l0, best
 
 
-def loss_vs_lr(result, margin: float = 0.5):
+def loss_vs_lr(result, margin: float = 0.5) -> Figure:
     """Final validation loss against learning rate, one line per variant; failed runs circled (plot_final_losses)."""
 
-    def style(variant):
+    def style(variant: str) -> dict[str, Any]:
         capped = "softcap" in variant  # dashed, so that a softcap variant on top of another stays visible
         return dict(
             color=VARIANT_COLORS.get(variant, "gray"),
@@ -179,7 +185,7 @@ def loss_vs_lr(result, margin: float = 0.5):
     return fig
 
 
-def probes(result, lr: float, d_head: int):
+def probes(result, lr: float, d_head: int) -> Figure:
     """Two panels at one learning rate: the largest |attention logit| (log scale) and the mean attention
     entropy, against the step, for every variant; with QK-Norm also the bound its logged gains allow."""
     fig, (a, b) = plt.subplots(1, 2, figsize=(10.5, 5.0))
@@ -205,7 +211,14 @@ def probes(result, lr: float, d_head: int):
     return fig
 
 
-def sensitivity_bars(sensitivity: dict, lrs, titles=None, colors=None, ylabel=None, figsize=(7.5, 3.4)):
+def sensitivity_bars(
+    sensitivity: dict[str, float],
+    lrs,
+    titles: dict[str, str] | None = None,
+    colors: dict[str, str] | None = None,
+    ylabel: str | None = None,
+    figsize: tuple[float, float] = (7.5, 3.4),
+) -> Figure:
     """Horizontal bars: the LR sensitivity of each variant over the grid `lrs` (lower is more robust).
 
     titles and colors map a variant's name to its label and colour (chapter 06 passes its recipes')."""
@@ -227,7 +240,7 @@ def sensitivity_bars(sensitivity: dict, lrs, titles=None, colors=None, ylabel=No
 # ----------------------------------------------------------------------------------------------------
 # exercise 05
 # ----------------------------------------------------------------------------------------------------
-def max_logit_curves(result, d_head: int = 16):
+def max_logit_curves(result, d_head: int = 16) -> Figure:
     """The largest |attention logit| against the step for every run of a sweep: one colour per variant,
     darker and thicker for a higher learning rate."""
     fig, ax = plt.subplots(figsize=(9.5, 4.4))

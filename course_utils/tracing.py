@@ -35,13 +35,14 @@ unwatched), so a missing hit is no proof; a hit is.
 """
 
 import sys
+from typing import Any
 
 __all__ = ["CallTrace", "runtime_key"]
 
 _MISSING = object()
 
 
-def runtime_key(obj):
+def runtime_key(obj: Any) -> str | None:
     """The name a trace records for a callable (the same in every process), or None.
 
     torch.ops.aten.var / .var.correction -> "aten::var"; a Tensor method -> "torch._C.TensorBase.var";
@@ -354,7 +355,7 @@ def _other_threads():
     frames = sys._current_frames()
     out = {}
     for t in threading.enumerate():
-        if t.ident != current and t is not threading.main_thread() and _the_notebooks(t):
+        if t.ident is not None and t.ident != current and t is not threading.main_thread() and _the_notebooks(t):
             frame = frames.get(t.ident)
             out[t.ident] = (id(frame), getattr(frame, "f_lasti", None))
     return out
@@ -373,8 +374,8 @@ def _set_thread_profile(fn):
     threading.setprofile(fn)
 
 
-_MODE_CLASS = []
-_DISPATCH_CLASS = []
+_MODE_CLASS: list[type] = []  # made on first use: torch is imported late
+_DISPATCH_CLASS: list[type] = []
 
 
 def _mode_class():

@@ -9,16 +9,22 @@ interactive plot and a static copy still gets a picture and a readout.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from .i18n import _
 
+if TYPE_CHECKING:
+    import ipywidgets
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
 __all__ = ["live_figure", "widget_bundle", "layer_norm_explorer", "draw_layer_norm", "alt_layer_norm"]
 
 
-def widget_bundle(widget, fallback: str) -> dict:
+def widget_bundle(widget: ipywidgets.Widget, fallback: str) -> dict[str, Any]:
     """A display bundle for a widget whose plain-text fallback is `fallback` instead of the widget's repr."""
     return {
         "application/vnd.jupyter.widget-view+json": {
@@ -30,26 +36,35 @@ def widget_bundle(widget, fallback: str) -> dict:
     }
 
 
-def live_figure(draw: Callable, controls: dict, describe: Callable | None = None, layout=None, alt=None):
+def live_figure(
+    draw: Callable[..., Figure],
+    controls: dict[str, ipywidgets.ValueWidget],
+    describe: Callable[..., str] | None = None,
+    layout: ipywidgets.Layout | None = None,
+    alt: Callable[..., str] | None = None,
+) -> ipywidgets.HBox:
     """Show draw(**values) now, and redraw it whenever one of the `controls` (ipywidgets) changes.
 
     draw(**values) returns a matplotlib Figure; describe(**values), if given, returns a Markdown
     readout shown under the figure and updated with it. The figure's alt text is alt(**values) when
     `alt` is given, else the readout. Returns the controls' container widget.
     """
+    alt_text = alt or describe
+    if alt_text is None:
+        raise ValueError("live_figure needs `describe` or `alt`: the figure's alt text")
     import ipywidgets as w
     import matplotlib.pyplot as plt
     from IPython.display import Markdown, display
 
     from .figures import figure_bundle
 
-    def values():
+    def values() -> dict[str, Any]:
         return {name: c.value for name, c in controls.items()}
 
-    def bundle():
+    def bundle() -> tuple[dict[str, Any], dict[str, Any]]:
         fig = draw(**values())
         try:
-            return figure_bundle(fig, (alt or describe)(**values()))
+            return figure_bundle(fig, alt_text(**values()))
         finally:
             plt.close(fig)
 
@@ -57,10 +72,10 @@ def live_figure(draw: Callable, controls: dict, describe: Callable | None = None
     fig_handle = display(data, metadata=metadata, raw=True, display_id=True)
     text_handle = display(Markdown(describe(**values())), display_id=True) if describe else None
 
-    def redraw(_change=None):
+    def redraw(_change: object = None) -> None:
         data, metadata = bundle()
         fig_handle.update(data, metadata=metadata, raw=True)
-        if text_handle is not None:
+        if text_handle is not None and describe is not None:
             text_handle.update(Markdown(describe(**values())))
 
     for c in controls.values():
@@ -82,7 +97,9 @@ def live_figure(draw: Callable, controls: dict, describe: Callable | None = None
 # ----------------------------------------------------------------------------------------------------
 # the LayerNorm explorer (chapter 01)
 # ----------------------------------------------------------------------------------------------------
-def _ln_parts(values, gamma, beta, eps):
+def _ln_parts(
+    values: Sequence[float], gamma: float, beta: float, eps: float
+) -> tuple[torch.Tensor, float, float, torch.Tensor, torch.Tensor]:
     x = torch.tensor(values, dtype=torch.float64)
     mean = x.mean()
     var = ((x - mean) ** 2).mean()
@@ -90,7 +107,7 @@ def _ln_parts(values, gamma, beta, eps):
     return x, mean.item(), var.item(), xhat, gamma * xhat + beta
 
 
-def draw_layer_norm(values, gamma=1.0, beta=0.0, eps=1e-5):
+def draw_layer_norm(values: Sequence[float], gamma: float = 1.0, beta: float = 0.0, eps: float = 1e-5) -> Figure:
     """Two bar charts: the input with its mean and ±1 std band, and LayerNorm's output with β as its new mean."""
     import matplotlib.pyplot as plt
 
@@ -111,7 +128,7 @@ def draw_layer_norm(values, gamma=1.0, beta=0.0, eps=1e-5):
     return fig
 
 
-def _bar_axes(ax):
+def _bar_axes(ax: Axes) -> None:
     """The shared look of the explorers' bar charts: labelled axes, a zero line, a legend under the bars."""
     ax.set_xlabel(_("feature"))
     ax.set_ylabel(_("value"))
@@ -120,7 +137,7 @@ def _bar_axes(ax):
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=1, frameon=False)
 
 
-def alt_layer_norm(values, gamma=1.0, beta=0.0, eps=1e-5) -> str:
+def alt_layer_norm(values: Sequence[float], gamma: float = 1.0, beta: float = 0.0, eps: float = 1e-5) -> str:
     """The explorer's alt text: what the two bar charts show for these slider values."""
     x, mean, var, xhat, y = _ln_parts(values, gamma, beta, eps)
     xs = ", ".join(f"{v:g}" for v in values)
@@ -132,7 +149,7 @@ def alt_layer_norm(values, gamma=1.0, beta=0.0, eps=1e-5) -> str:
     ).format(xs=xs, mean=mean, std=math.sqrt(var), gamma=gamma, beta=beta, eps=eps, ys=ys)
 
 
-def describe_layer_norm(values, gamma=1.0, beta=0.0, eps=1e-5) -> str:
+def describe_layer_norm(values: Sequence[float], gamma: float = 1.0, beta: float = 0.0, eps: float = 1e-5) -> str:
     x, mean, var, xhat, y = _ln_parts(values, gamma, beta, eps)
     out_mean = y.mean().item()
     out_std = ((y - y.mean()) ** 2).mean().sqrt().item()
@@ -147,7 +164,14 @@ def describe_layer_norm(values, gamma=1.0, beta=0.0, eps=1e-5) -> str:
 _STYLE = {"description_width": "initial"}
 
 
-def _vector_explorer(values, extras: dict, eps: float, draw, describe, alt):
+def _vector_explorer(
+    values: Sequence[float],
+    extras: dict[str, ipywidgets.ValueWidget],
+    eps: float,
+    draw: Callable[..., Figure],
+    describe: Callable[..., str],
+    alt: Callable[..., str],
+) -> ipywidgets.HBox:
     """Sliders x1..xn for the values, then `extras` (name -> slider), then ε; draw, describe and alt receive
     (values, *extra values in order, eps) and are redrawn whenever a slider moves."""
     import ipywidgets as w
@@ -162,7 +186,7 @@ def _vector_explorer(values, extras: dict, eps: float, draw, describe, alt):
     )
     n = len(values)
 
-    def unpack(**kw):
+    def unpack(**kw: Any) -> tuple[Any, ...]:
         return ([kw[f"x{i + 1}"] for i in range(n)], *(kw[name] for name in extras), kw["eps"])
 
     return live_figure(
@@ -173,7 +197,9 @@ def _vector_explorer(values, extras: dict, eps: float, draw, describe, alt):
     )
 
 
-def layer_norm_explorer(values=(4.0, 6.0, 2.0, 8.0), gamma=1.0, beta=0.0, eps=1e-5):
+def layer_norm_explorer(
+    values: Sequence[float] = (4.0, 6.0, 2.0, 8.0), gamma: float = 1.0, beta: float = 0.0, eps: float = 1e-5
+) -> ipywidgets.HBox:
     """Sliders for four values, γ, β and ε; bar charts of the input and of LayerNorm's output."""
     import ipywidgets as w
 
@@ -190,7 +216,9 @@ def layer_norm_explorer(values=(4.0, 6.0, 2.0, 8.0), gamma=1.0, beta=0.0, eps=1e
 __all__ += ["rms_norm_explorer", "draw_rms_norm", "describe_rms_norm", "alt_rms_norm"]
 
 
-def _rms_parts(values, shift, gain, eps):
+def _rms_parts(
+    values: Sequence[float], shift: float, gain: float, eps: float
+) -> tuple[torch.Tensor, float, float, torch.Tensor, torch.Tensor]:
     """The shifted input, its RMS and mean, and both norms' outputs (gain applied to both)."""
     x = torch.tensor(values, dtype=torch.float64) + shift
     rms = torch.sqrt((x * x).mean() + eps)
@@ -201,7 +229,7 @@ def _rms_parts(values, shift, gain, eps):
     return x, rms.item(), mean.item(), rms_out, ln_out
 
 
-def draw_rms_norm(values, shift=0.0, gain=1.0, eps=1e-6):
+def draw_rms_norm(values: Sequence[float], shift: float = 0.0, gain: float = 1.0, eps: float = 1e-6) -> Figure:
     """Left: the input (plus a common shift c) with its RMS and mean. Right: RMSNorm and LayerNorm, bar by bar."""
     import matplotlib.pyplot as plt
 
@@ -232,11 +260,11 @@ def draw_rms_norm(values, shift=0.0, gain=1.0, eps=1e-6):
     return fig
 
 
-def alt_rms_norm(values, shift=0.0, gain=1.0, eps=1e-6) -> str:
+def alt_rms_norm(values: Sequence[float], shift: float = 0.0, gain: float = 1.0, eps: float = 1e-6) -> str:
     """The explorer's alt text: what the two bar charts show for these slider values."""
     x, rms, mean, rms_out, ln_out = _rms_parts(values, shift, gain, eps)
 
-    def fmt(t):
+    def fmt(t: torch.Tensor) -> str:
         return "[" + ", ".join(f"{v + 0.0:.2f}" for v in t.tolist()) + "]"
 
     return _(
@@ -246,11 +274,11 @@ def alt_rms_norm(values, shift=0.0, gain=1.0, eps=1e-6) -> str:
     ).format(x=fmt(x), shift=shift, rms=rms, mean=mean, rms_out=fmt(rms_out), ln_out=fmt(ln_out), gain=gain)
 
 
-def describe_rms_norm(values, shift=0.0, gain=1.0, eps=1e-6) -> str:
+def describe_rms_norm(values: Sequence[float], shift: float = 0.0, gain: float = 1.0, eps: float = 1e-6) -> str:
     x, rms, mean, rms_out, ln_out = _rms_parts(values, shift, gain, eps)
     xs = ", ".join(f"{v:g}" for v in x.tolist())
 
-    def fmt(t):
+    def fmt(t: torch.Tensor) -> str:
         return "[" + ", ".join(f"{v + 0.0:.3f}" for v in t.tolist()) + "]"
 
     return _("x + c = [{xs}] → RMS = {rms:.3f}, mean = {mean:.3f}; RMSNorm = {rms_out}; LayerNorm = {ln_out}").format(
@@ -258,7 +286,9 @@ def describe_rms_norm(values, shift=0.0, gain=1.0, eps=1e-6) -> str:
     )
 
 
-def rms_norm_explorer(values=(4.0, 6.0, 2.0, 8.0), shift=0.0, gain=1.0, eps=1e-6):
+def rms_norm_explorer(
+    values: Sequence[float] = (4.0, 6.0, 2.0, 8.0), shift: float = 0.0, gain: float = 1.0, eps: float = 1e-6
+) -> ipywidgets.HBox:
     """Sliders for four values, a common shift c, a gain g and ε; RMSNorm and LayerNorm side by side.
 
     Move c: LayerNorm's bars do not move (it subtracts the mean), RMSNorm's do (the shift changes the RMS).

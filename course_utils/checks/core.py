@@ -44,9 +44,9 @@ question's options) is marked with `N_` where it is defined.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 import torch
 
@@ -54,6 +54,9 @@ from ..i18n import N_, _
 from . import forbidden as _forbidden
 from .forbidden import Forbidden
 from .render import show as show_verdict
+
+if TYPE_CHECKING:
+    from ..tracing import CallTrace
 
 __all__ = [
     "Case",
@@ -64,6 +67,7 @@ __all__ = [
     "Joined",
     "Message",
     "Problem",
+    "Status",
     "WrongOutputStructure",
     "changed_in_place",
     "compare_tensor",
@@ -92,7 +96,10 @@ class Message(Text):
     "returned str, expected a tensor"; shown, it is the catalog's translation of the msgid, filled with the fields
     (each str field shown too, so a case's name or a nested Message is translated as well)."""
 
-    def __new__(cls, msgid: str, **fields):
+    msgid: str
+    fields: dict[str, Any]
+
+    def __new__(cls, msgid: str, **fields: Any) -> Self:
         english = msgid.format(**{k: str(v) if isinstance(v, Text) else v for k, v in fields.items()})
         self = super().__new__(cls, english)
         self.msgid, self.fields = msgid, fields
@@ -101,11 +108,11 @@ class Message(Text):
     def shown(self) -> str:
         return _(self.msgid).format(**{k: shown(v) for k, v in self.fields.items()})
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Callable[..., Text], tuple[Any, ...]]:
         return (_message, (self.msgid, self.fields))
 
 
-def _message(msgid: str, fields: dict) -> Message:
+def _message(msgid: str, fields: dict[str, Any]) -> Message:
     return Message(msgid, **fields)
 
 
@@ -114,20 +121,22 @@ class Problem(Message):
     "type", "shape", "non-finite", "tolerance" (compare_tensor), "structure" (a wrong tuple), "in-place", "unread"
     (an output the grader's kernel could not send as data), "uncomparable"; and "raised", a report's message."""
 
-    def __new__(cls, reason: str, msgid: str, **fields):
+    reason: str
+
+    def __new__(cls, reason: str, msgid: str, **fields: Any) -> Self:
         self = super().__new__(cls, msgid, **fields)
         self.reason = reason
         return self
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Callable[..., Text], tuple[Any, ...]]:
         return (_problem, (self.reason, self.msgid, self.fields))
 
 
-def _problem(reason: str, msgid: str, fields: dict) -> Problem:
+def _problem(reason: str, msgid: str, fields: dict[str, Any]) -> Problem:
     return Problem(reason, msgid, **fields)
 
 
-def reasons_of(note) -> frozenset:
+def reasons_of(note: object) -> frozenset[str]:
     """The reason codes of a case's note: a Problem's own, or those of the Problems joined in it."""
     if isinstance(note, Problem):
         return frozenset((note.reason,))
@@ -139,7 +148,10 @@ def reasons_of(note) -> frozenset:
 class Joined(Text):
     """Texts joined by a separator ("; " between a case's notes), each shown in the current language."""
 
-    def __new__(cls, sep: str, parts):
+    sep: str
+    parts: tuple[str, ...]
+
+    def __new__(cls, sep: str, parts: Iterable[str]) -> Self:
         parts = tuple(parts)
         self = super().__new__(cls, sep.join(str(p) for p in parts))
         self.sep, self.parts = sep, parts
@@ -148,11 +160,11 @@ class Joined(Text):
     def shown(self) -> str:
         return self.sep.join(shown(p) for p in self.parts)
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Callable[..., Text], tuple[Any, ...]]:
         return (Joined, (self.sep, self.parts))
 
 
-def shown(text):
+def shown(text: Any) -> Any:
     """`text` in the current language: a Message filled in, a plain str looked up in the catalog (it is its own
     translation when the catalog does not have it: a function's name, a learner's exception message); any other
     value unchanged. Called where the text is shown, never at import."""
@@ -175,7 +187,7 @@ class Case:
     """
 
     name: str
-    args: tuple
+    args: tuple[Any, ...]
     expected: Any = None
     tolerance: float | None = None
 
@@ -190,9 +202,14 @@ class CaseResult:
     mistake: str | None = None  # the hint of the known mistake this output matches, if any
 
     @property
-    def reasons(self) -> frozenset:
+    def reasons(self) -> frozenset[str]:
         """Why it failed, as codes ("non-finite", "in-place", ...: Problem): what logic reads, never the words."""
         return reasons_of(self.note)
+
+
+Status = Literal["passed", "failed", "not-implemented", "error"]
+"""A check's verdict: every case matched; some case differed; the function still raises NotImplementedError; it
+raised, or is not a function (or a question was not answered)."""
 
 
 @dataclass
@@ -200,14 +217,14 @@ class CheckReport:
     """What a check found. `check_*` functions show its text (`show_verdict`); the grader reads its fields."""
 
     name: str
-    status: str  # "passed" | "failed" | "not-implemented" | "error"
-    cases: list = field(default_factory=list)
+    status: Status
+    cases: list[CaseResult] = field(default_factory=list)
     hint: str = ""
     message: str = ""
-    forbidden: list = field(default_factory=list)  # the forbidden calls the function makes (checks/forbidden.py)
+    forbidden: list[str] = field(default_factory=list)  # the forbidden calls the function makes (checks/forbidden.py)
     forbidden_hint: str = ""
-    review: list = field(default_factory=list)  # why the calls need the instructor's eyes (REVIEW_REASONS' codes)
-    unlisted: list = field(default_factory=list)  # the ops and library calls outside the task's allowlist
+    review: list[str] = field(default_factory=list)  # why the calls need the instructor's eyes (REVIEW_REASONS' codes)
+    unlisted: list[str] = field(default_factory=list)  # the ops and library calls outside the task's allowlist
 
     @property
     def passed(self) -> bool:
@@ -316,7 +333,7 @@ class CheckReport:
     def __repr__(self) -> str:
         return f"CheckReport({self.name!r}, status={self.status!r}, cases={len(self.cases)})"
 
-    def _ipython_display_(self):
+    def _ipython_display_(self) -> None:
         """The check already showed this report; showing it again as the cell's value would repeat it."""
 
 
@@ -327,25 +344,25 @@ REVIEW_REASONS = {  # why what a function calls needs a person's eyes: course_ut
 }
 
 
-def review_codes(codes) -> list:
+def review_codes(codes: object) -> list[str]:
     """The known review codes in `codes` (a trace's `tampered`, or what a kernel sent), each once."""
     if not isinstance(codes, (list, tuple)):
         return []
-    out = []
+    out: list[str] = []
     for code in codes[:20]:
         if isinstance(code, str) and code in REVIEW_REASONS and code not in out:
             out.append(code)
     return out
 
 
-def review_reasons(codes, unlisted=()) -> list:
+def review_reasons(codes: object, unlisted: Sequence[object] = ()) -> list[str]:
     """Each review code's reason in words, in the current language (`unlisted`: the names the "unlisted" one
     names)."""
     names = ", ".join(str(n) for n in (unlisted or ())[:20])
     return [_(REVIEW_REASONS[code]).format(names=names) for code in review_codes(codes)]
 
 
-def _hint_line(hint) -> str:
+def _hint_line(hint: str) -> str:
     return "   " + _("Hint: {hint}").format(hint=shown(hint))
 
 
@@ -380,7 +397,7 @@ def describe_exception(exc: BaseException) -> str:
 # ----------------------------------------------------------------------------------------------------
 # comparing tensors
 # ----------------------------------------------------------------------------------------------------
-def _as_tensor(out) -> torch.Tensor | None:
+def _as_tensor(out: object) -> torch.Tensor | None:
     if isinstance(out, torch.Tensor):
         return out.detach().to("cpu")
     try:
@@ -390,7 +407,7 @@ def _as_tensor(out) -> torch.Tensor | None:
     return t if t.is_floating_point() or t.dtype in (torch.int32, torch.int64) else None
 
 
-def compare_tensor(got, expected: torch.Tensor, tolerance: float) -> tuple[float, str]:
+def compare_tensor(got: object, expected: torch.Tensor, tolerance: float) -> tuple[float, str]:
     """(max abs error, problem in words or '') of an output against the float64 expected tensor."""
     t = _as_tensor(got)
     if t is None:
@@ -416,7 +433,7 @@ def compare_tensor(got, expected: torch.Tensor, tolerance: float) -> tuple[float
     return err, ""
 
 
-def changed_in_place(before: tuple, after) -> bool:
+def changed_in_place(before: tuple[Any, ...], after: Sequence[Any]) -> bool:
     """Whether a call changed one of its tensor arguments: `before` are the case's arguments, `after`
     the copies the function received, as they were when it returned."""
     return any(
@@ -435,7 +452,7 @@ def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
     return torch.equal(a, b)
 
 
-def _copies(args: tuple) -> tuple:
+def _copies(args: tuple[Any, ...]) -> tuple[Any, ...]:
     """The arguments for one call, each tensor cloned, so that no call can change a case."""
     return tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
 
@@ -445,7 +462,7 @@ class WrongOutputStructure(Exception):
     its message says so in words (a Message: `problem_text(exc)` keeps it translatable)."""
 
 
-def problem_text(exc: BaseException):
+def problem_text(exc: BaseException) -> str:
     """The message of a WrongOutputStructure as it was raised (a Message stays one)."""
     return exc.args[0] if len(exc.args) == 1 and isinstance(exc.args[0], str) else str(exc)
 
@@ -453,6 +470,10 @@ def problem_text(exc: BaseException):
 # ----------------------------------------------------------------------------------------------------
 # what calling a learner's function gave
 # ----------------------------------------------------------------------------------------------------
+CallStatus = Literal["ok", "raised", "not-implemented", "not-a-function"]
+"""How calling a learner's function on a check's cases ended (CallOutcome.status)."""
+
+
 @dataclass
 class CallOutcome:
     """What calling a learner's function on a check's cases gave: the one thing that both places that call it
@@ -466,17 +487,17 @@ class CallOutcome:
                   the forbidden calls, why it cannot vouch for them, every ATen op, every direct library call
     """
 
-    status: str
-    results: list = field(default_factory=list)
+    status: CallStatus
+    results: list[tuple[Any, tuple[Any, ...]] | CaseResult] = field(default_factory=list)
     exception: str = ""
     call: int | None = None
     type_name: str = ""
-    hits: list = field(default_factory=list)
-    tampered: list = field(default_factory=list)
-    ops_seen: list = field(default_factory=list)
-    library_seen: list = field(default_factory=list)
+    hits: list[str] | None = field(default_factory=list)  # None: the kernel sent no trace
+    tampered: list[str] = field(default_factory=list)
+    ops_seen: list[str] = field(default_factory=list)
+    library_seen: list[str] = field(default_factory=list)
 
-    def saw(self, trace) -> None:
+    def saw(self, trace: object) -> None:
         """Take what a trace saw (a CallTrace, or a nullcontext that saw nothing)."""
         for name in ("hits", "tampered", "ops_seen", "library_seen"):
             setattr(self, name, list(getattr(trace, name, [])))
@@ -504,12 +525,12 @@ class FunctionCheck:
     """
 
     name: str
-    make_cases: Callable[[torch.Generator], list]
+    make_cases: Callable[[torch.Generator], list[Case]]
     tolerance: float
     hint: str
-    mistakes: dict = field(default_factory=dict)
-    reference: Callable | None = None
-    parts: tuple = ()
+    mistakes: dict[str, Callable[..., Any]] = field(default_factory=dict)
+    reference: Callable[..., Any] | None = None
+    parts: tuple[str, ...] = ()
     nan_hint: str = N_(
         "your output contains NaN or inf: look for a division by zero (a statistic of 0 on a constant "
         "input); eps inside the square root keeps the denominator positive."
@@ -522,7 +543,7 @@ class FunctionCheck:
     # ------------------------------------------------------------------------------------------------
     # the cases
     # ------------------------------------------------------------------------------------------------
-    def cases(self, seed: int = 0) -> list:
+    def cases(self, seed: int = 0) -> list[Case]:
         """The cases for `seed`: 0 is the learners' (the notebook's), the grader draws others."""
         g = torch.Generator().manual_seed(seed)
         return self.make_cases(g)
@@ -533,7 +554,7 @@ class FunctionCheck:
     # ------------------------------------------------------------------------------------------------
     # judging one output
     # ------------------------------------------------------------------------------------------------
-    def split_output(self, output) -> list:
+    def split_output(self, output: object) -> list[Any]:
         """The output as the list of its parts, one per name in `parts` (the output itself when the
         function returns one tensor). WrongOutputStructure if it does not have that structure."""
         if not self.parts:
@@ -554,10 +575,10 @@ class FunctionCheck:
             )
         return list(output)
 
-    def expected_parts(self, case: Case) -> list:
+    def expected_parts(self, case: Case) -> list[Any]:
         return list(case.expected) if self.parts else [case.expected]
 
-    def compare(self, case: Case, output) -> CaseResult:
+    def compare(self, case: Case, output: object) -> CaseResult:
         """The verdict on one output: each part against the reference's and, when one differs, the
         named mistake that the output matches (`diagnose`)."""
         tolerance = self.tolerance_for(case)
@@ -565,7 +586,9 @@ class FunctionCheck:
             got = self.split_output(output)
         except WrongOutputStructure as problem:
             return CaseResult(case.name, False, math.inf, tolerance, problem_text(problem))
-        errors, notes, failed = [], [], []
+        errors: list[float] = []
+        notes: list[str] = []
+        failed: list[int] = []
         for i, (got_part, expected_part) in enumerate(zip(got, self.expected_parts(case))):
             err, note = compare_tensor(got_part, expected_part, tolerance)
             errors.append(err)
@@ -580,7 +603,7 @@ class FunctionCheck:
             case.name, False, worst, tolerance, notes[0] if len(notes) == 1 else Joined("; ", notes), mistake=mistake
         )
 
-    def diagnose(self, case: Case, got: list, failed: list, tolerance: float) -> str | None:
+    def diagnose(self, case: Case, got: list[Any], failed: list[int], tolerance: float) -> str | None:
         """The hint of the first named mistake that explains this output, or None.
 
         `got` is the output's parts, `failed` the indices of those that differ from the reference. A
@@ -601,7 +624,15 @@ class FunctionCheck:
                 continue
         return None
 
-    def _explains(self, mistake, case: Case, got: list, expected: list, failed: list, tolerance: float) -> bool:
+    def _explains(
+        self,
+        mistake: Callable[..., Any],
+        case: Case,
+        got: list[Any],
+        expected: list[Any],
+        failed: list[int],
+        tolerance: float,
+    ) -> bool:
         wrong = self.split_output(mistake(*_copies(case.args)))
         for i in failed:
             w, e = _float64(wrong[i]), _float64(expected[i])
@@ -613,7 +644,7 @@ class FunctionCheck:
                 return False  # the mistake gives the right answer here
         return True
 
-    def judge_case(self, case: Case, output, args_after: tuple) -> CaseResult:
+    def judge_case(self, case: Case, output: object, args_after: tuple[Any, ...]) -> CaseResult:
         """The verdict on one case, from the learner's output and the arguments as the call left them.
 
         Both places that judge a learner's output come here: `evaluate` (the check in the notebook) and
@@ -642,18 +673,18 @@ class FunctionCheck:
     # ------------------------------------------------------------------------------------------------
     # running the check in the notebook
     # ------------------------------------------------------------------------------------------------
-    def call(self, fn, args: tuple):
+    def call(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
         """Call the learner's function on one case's arguments (copies). This is the one place where a
         check in the notebook runs learner code; the grader runs it in the learner's kernel instead
         (course_utils.grading.kernel)."""
         return fn(*args)
 
-    def evaluate(self, fn, seed: int = 0) -> CheckReport:
+    def evaluate(self, fn: object, seed: int = 0) -> CheckReport:
         """Call fn on every case (in this process) and judge each output; never raises for the learner's bugs."""
         static = _forbidden.static_hits(self, fn) if callable(fn) else []
         return self.verdict(self.run(fn, seed), seed, static)
 
-    def run(self, fn, seed: int = 0) -> CallOutcome:
+    def run(self, fn: object, seed: int = 0) -> CallOutcome:
         """Call fn on every case of `seed`, in this process, under a trace of its calls: the CallOutcome that the
         grader's kernel sends as data (course_utils.grading.kernel) and its judge decodes."""
         if not callable(fn):
@@ -675,7 +706,7 @@ class FunctionCheck:
         outcome.saw(trace)
         return outcome
 
-    def verdict(self, outcome: CallOutcome, seed: int = 0, static=()) -> CheckReport:
+    def verdict(self, outcome: CallOutcome, seed: int = 0, static: Sequence[str] = ()) -> CheckReport:
         """The check's verdict on what calling the learner's function gave, wherever it ran: in this process
         (`evaluate`) or in the learner's kernel, decoded by the grader (course_utils.grading.judge). `static` are
         the forbidden names a static scan found in the function (checks/forbidden.py)."""
@@ -713,11 +744,13 @@ class FunctionCheck:
         report = self.with_forbidden(report, _forbidden.merge(_forbidden.confirmed(static, traced, vouched), traced))
         return self.with_review(report, outcome.tampered, outcome.ops_seen, outcome.library_seen)
 
-    def traced(self, report: CheckReport, trace) -> CheckReport:
+    def traced(self, report: CheckReport, trace: CallTrace) -> CheckReport:
         """The report marked for review from what a trace of the learner's calls saw in this process."""
         return self.with_review(report, trace.tampered, trace.ops_seen, trace.library_seen)
 
-    def with_review(self, report: CheckReport, codes, ops=(), library=()) -> CheckReport:
+    def with_review(
+        self, report: CheckReport, codes: object, ops: Iterable[object] = (), library: Iterable[object] = ()
+    ) -> CheckReport:
         """The report, marked for the instructor's review when the trace could not vouch for the calls (`codes`:
         course_utils.tracing's `tampered`), or saw ops or library calls outside the task's allowlist (`ops`,
         `library`: checks/allowed.py). The verdict and the points stay what they are."""
@@ -729,7 +762,7 @@ class FunctionCheck:
             report.review.append("unlisted")
         return report
 
-    def with_forbidden(self, report: CheckReport, names: list) -> CheckReport:
+    def with_forbidden(self, report: CheckReport, names: list[str]) -> CheckReport:
         """The verdict for a function that makes forbidden calls (`names`): ❌ naming them, whatever its
         outputs, which the report still shows. The notebook's check and the grader both end here."""
         if not names or report.status == "not-implemented":
@@ -745,7 +778,7 @@ class FunctionCheck:
             forbidden_hint=forbidden_hint,
         )
 
-    def report(self, results: list) -> CheckReport:
+    def report(self, results: list[CaseResult]) -> CheckReport:
         """The check's verdict from its cases' verdicts. The hint, first that applies: the named mistake
         an output matched, the NaN hint, the in-place hint, the check's general hint."""
         if all(r.passed for r in results):
@@ -762,13 +795,13 @@ class FunctionCheck:
             hint = self.hint
         return CheckReport(self.name, "failed", results, hint=hint)
 
-    def __call__(self, fn, seed: int = 0) -> CheckReport:
+    def __call__(self, fn: object, seed: int = 0) -> CheckReport:
         report = self.evaluate(fn, seed)
         show_verdict(report.text())
         return report
 
 
-def _float64(value) -> torch.Tensor:
+def _float64(value: object) -> torch.Tensor:
     t = _as_tensor(value)
     if t is None:
         raise WrongOutputStructure(f"not a tensor: {type(value).__name__}")

@@ -16,6 +16,8 @@ reference matches the same part of that mistake's output.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 
 from .. import norms
@@ -37,6 +39,9 @@ from .forbidden import COURSE_NORMS, TORCH_NORMS, VARIANCE, Forbidden
 from .questions import MultipleChoice
 from .registry import Exercise, Graded
 from .render import show as show_verdict
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = [
     "EXERCISE",
@@ -75,7 +80,14 @@ FORBIDDEN = Forbidden(  # what both tasks forbid
 # ----------------------------------------------------------------------------------------------------
 # task 1: BatchNorm forward with running statistics
 # ----------------------------------------------------------------------------------------------------
-def reference_batch_norm_step(x, running_mean, running_var, training, momentum=0.1, eps=1e-5):
+def reference_batch_norm_step(
+    x: torch.Tensor,
+    running_mean: torch.Tensor,
+    running_var: torch.Tensor,
+    training: bool,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(y, new running_mean, new running_var) in float64, from course_utils.norms.batch_norm."""
     rm, rv = running_mean.double().clone(), running_var.double().clone()
     y = norms.batch_norm(x.double(), rm, rv, training=training, momentum=momentum, eps=eps)
@@ -148,7 +160,7 @@ def _bn_cases(g: torch.Generator) -> list:
         return centre + scale * torch.rand(d, generator=g).add(0.5) * torch.randn(*shape, generator=g)
 
     d = 6
-    specs = []
+    specs: list[tuple[str, tuple[torch.Tensor, torch.Tensor, torch.Tensor, bool, float, float]]] = []
     rm, rv = torch.zeros(d), torch.ones(d)
     stream_centre = torch.randn(d, generator=g) * 3
     for step in range(1, 5):  # a stream: each step starts where the reference's statistics ended
@@ -316,8 +328,8 @@ def check_batch_norm_stream(fn, steps: int = 20, seed: int = 0) -> CheckReport:
         try:
             for part, got, exp in (
                 ("y", y, expected),
-                ("running_mean", rm, torch_bn.running_mean),
-                ("running_var", rv, torch_bn.running_var),
+                ("running_mean", rm, torch_bn.get_buffer("running_mean")),
+                ("running_var", rv, torch_bn.get_buffer("running_var")),
             ):
                 err, note = compare_tensor(got, exp, TOLERANCE)
                 worst = max(worst, err)
@@ -358,7 +370,7 @@ def check_batch_norm_stream(fn, steps: int = 20, seed: int = 0) -> CheckReport:
 # ----------------------------------------------------------------------------------------------------
 # task 2: masked (padding-aware) batch statistics
 # ----------------------------------------------------------------------------------------------------
-def reference_masked_batch_stats(x, mask):
+def reference_masked_batch_stats(x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-feature mean and biased variance over the positions where mask is True; x (N, T, D), mask (N, T)."""
     real = x.double()[mask.bool()]
     mean = real.mean(dim=0)
@@ -464,7 +476,7 @@ QUIZ_ALT = N_(
 )
 
 
-def draw_axis_quiz():
+def draw_axis_quiz() -> Figure:
     """The three diagrams of task 3 (Norm A, B, C), drawn from QUIZ_DIMS, so that the picture and the key agree."""
     import matplotlib.pyplot as plt
 

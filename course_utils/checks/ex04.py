@@ -415,7 +415,10 @@ def _grad_per_parameter_sum(state, placement, idx, targets):
     """Adding the norms of the parameters instead of their squares (the norm of a concatenation)."""
     model = model_from_state(state, placement)
     lm_loss(model(idx), targets).backward()
-    return torch.tensor([sum(float(p.grad.norm()) for p in b.parameters()) for b in model.blocks], dtype=torch.float64)
+    return torch.tensor(
+        [sum(float(p.grad.norm()) for p in b.parameters() if p.grad is not None) for b in model.blocks],
+        dtype=torch.float64,
+    )
 
 
 def _grad_of_block_outputs(state, placement, idx, targets):

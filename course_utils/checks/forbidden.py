@@ -40,7 +40,9 @@ import linecache
 import sys
 import textwrap
 import types
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from ..i18n import N_
 from ..tracing import CallTrace, runtime_key
@@ -66,12 +68,12 @@ __all__ = [
 _MISSING = object()
 
 
-class Hits(list):
+class Hits(list[str]):
     """The forbidden names a static scan found, in order; `uncertain` are those found only as an attribute of
     some value that is not called there (`s.var` read from the learner's own namedtuple, or a bound method kept
     for later): the runtime trace decides those when it can vouch for what it saw (`confirmed`)."""
 
-    def __init__(self, names=(), uncertain=frozenset()):
+    def __init__(self, names: Iterable[str] = (), uncertain: Iterable[str] = frozenset()) -> None:
         super().__init__(names)
         self.uncertain = frozenset(uncertain)
 
@@ -87,12 +89,12 @@ class Forbidden:
     """The calls one task forbids (dotted names of functions, methods and classes), the hint shown with
     the ❌, and why they are forbidden (the notebook's words, or what makes the task trivial)."""
 
-    calls: tuple
+    calls: tuple[str, ...]
     hint: str
     why: str = ""
     allowed: object = None  # what the function may compute with (checks/allowed.py's Allowed), else no allowlist
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "calls", tuple(self.calls))
 
 
@@ -199,19 +201,19 @@ DEFAULT_HINT = N_(
 class ForbiddenIndex:
     """A task's forbidden objects, looked up by identity (static scan) and by runtime key (trace)."""
 
-    def __init__(self, entries: list, hint: str):
+    def __init__(self, entries: list[tuple[str, object, object]], hint: str) -> None:
         self.hint = hint
-        self.objects: list = []  # kept alive, so that an id() names one object
-        self.by_id: dict = {}
-        self.classes: list = []  # (class, name): its instances and subclasses are forbidden too
-        self.methods: dict = {}  # method name -> name, for Tensor's and ndarray's: `value.var(...)` on any value
-        self.dotted: dict = {}  # declared name -> name (for a name the scan cannot resolve)
-        self.watch: dict = {"ops": {}, "python": {}, "c": {}}  # runtime key -> name, per kind of call
-        self.names: list = []
+        self.objects: list[object] = []  # kept alive, so that an id() names one object
+        self.by_id: dict[int, str] = {}
+        self.classes: list[tuple[type, str]] = []  # (class, name): its instances and subclasses are forbidden too
+        self.methods: dict[str, str] = {}  # method name -> name, for Tensor's and ndarray's: `value.var(...)`
+        self.dotted: dict[str, str] = {}  # declared name -> name (for a name the scan cannot resolve)
+        self.watch: dict[str, dict[str, str]] = {"ops": {}, "python": {}, "c": {}}  # runtime key -> name, per kind
+        self.names: list[str] = []
         for name, obj, owner in entries:
             self._add(name, obj, owner)
 
-    def _add(self, name: str, obj, owner) -> None:
+    def _add(self, name: str, obj: object, owner: object) -> None:
         import torch
 
         self.names.append(name)
@@ -236,7 +238,7 @@ class ForbiddenIndex:
             else:
                 self._watch(o, name)
 
-    def _watch(self, obj, name: str) -> None:
+    def _watch(self, obj: Any, name: str) -> None:
         import torch
 
         key = runtime_key(obj)
@@ -256,7 +258,7 @@ class ForbiddenIndex:
             if owner is not None and issubclass(owner, torch._C.TensorBase):  # x.var(): reported as Tensor.var
                 self.watch["c"].setdefault(f"torch.Tensor.{obj.__name__}", name)
 
-    def match(self, obj) -> str | None:
+    def match(self, obj: Any) -> str | None:
         """The forbidden name `obj` is (or wraps, or is an instance or subclass of), else None."""
         try:
             name = self.by_id.get(id(obj))
@@ -272,15 +274,15 @@ class ForbiddenIndex:
         except Exception:  # a learner's object with an odd type
             return None
 
-    def key_names(self) -> dict:
-        out = {}
+    def key_names(self) -> dict[str, str]:
+        out: dict[str, str] = {}
         for kind in ("ops", "python", "c"):
             for key, name in self.watch[kind].items():
                 out.setdefault(key, name)
         return out
 
 
-def _resolve(dotted: str):
+def _resolve(dotted: str) -> tuple[object, object]:
     """(object, the object it is an attribute of) for a declared dotted name; ImportError/AttributeError if none."""
     parts = dotted.split(".")
     for i in range(len(parts), 0, -1):
@@ -288,21 +290,21 @@ def _resolve(dotted: str):
             obj = importlib.import_module(".".join(parts[:i]))
         except ImportError:
             continue
-        owner = None
+        owner: object = None
         for part in parts[i:]:
             owner, obj = obj, getattr(obj, part)
         return obj, owner
     raise ImportError(dotted)
 
 
-def _display(fn) -> str:
+def _display(fn: object) -> str:
     """course_utils.checks.ex04._block_ref for the closure ex04._block_ref.<locals>.ref."""
-    qualname = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", "the reference")
+    qualname = str(getattr(fn, "__qualname__", None) or getattr(fn, "__name__", "the reference"))
     return f"{getattr(fn, '__module__', '?')}.{qualname.split('.<locals>')[0]}"
 
 
 @functools.cache
-def index_for(forbidden: Forbidden | None, reference) -> ForbiddenIndex:
+def index_for(forbidden: Forbidden | None, reference: object) -> ForbiddenIndex:
     """The resolved index of a check: its declaration and its own reference. A declared name that does not
     resolve (another torch version) is left out; tests/test_forbidden.py asserts that every one resolves."""
     entries = []
@@ -317,21 +319,26 @@ def index_for(forbidden: Forbidden | None, reference) -> ForbiddenIndex:
     return ForbiddenIndex(entries, forbidden.hint if forbidden else DEFAULT_HINT)
 
 
-def _index(check) -> ForbiddenIndex:
+def _index(check: object) -> ForbiddenIndex:
     return index_for(getattr(check, "forbidden", None), getattr(check, "reference", None))
 
 
 # ----------------------------------------------------------------------------------------------------
 # the static scan: one scanner, two ways of resolving a name (live objects, or a notebook's source)
 # ----------------------------------------------------------------------------------------------------
-_VALUE = ("value", None)  # a runtime value the scan knows nothing about (a tensor, an argument)
+Ref = tuple[str, Any]
+"""What a name refers to, as the scan sees it: ("obj", a live object), ("dotted", a dotted name not imported here),
+("def", a learner's definition: a live function or class, or its syntax tree), ("assign", the syntax tree of the
+value a notebook assigned to it), ("value", None)."""
+
+_VALUE: Ref = ("value", None)  # a runtime value the scan knows nothing about (a tensor, an argument)
 
 
-def _is_namespace(obj) -> bool:
+def _is_namespace(obj: object) -> bool:
     return isinstance(obj, (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType))
 
 
-def _static_attr(obj, attr: str):
+def _static_attr(obj: object, attr: str) -> Any:
     """obj.attr without running any code (no property, no __getattr__), else _MISSING."""
     found = inspect.getattr_static(obj, attr, _MISSING)
     if type(found) in (staticmethod, classmethod):
@@ -341,11 +348,11 @@ def _static_attr(obj, attr: str):
     return found
 
 
-def _module_ref(dotted: str):
+def _module_ref(dotted: str) -> Ref:
     """The object a dotted name names in this process (modules already imported only), or ("dotted", name)."""
     parts = dotted.split(".")
     for i in range(len(parts), 0, -1):
-        obj = sys.modules.get(".".join(parts[:i]))
+        obj: object = sys.modules.get(".".join(parts[:i]))
         if obj is None:
             continue
         for part in parts[i:]:
@@ -356,10 +363,10 @@ def _module_ref(dotted: str):
     return ("dotted", dotted)
 
 
-def _locals(node) -> dict:
+def _locals(node: ast.AST) -> dict[str, Ref]:
     """The names a definition binds inside itself: parameters and assignments (unknown values), and local
     imports (what they import). They shadow the globals; nested functions and classes count as local."""
-    names: dict = {}
+    names: dict[str, Ref] = {}
     for sub in ast.walk(node):
         if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             a = sub.args
@@ -388,7 +395,7 @@ def _locals(node) -> dict:
     return names
 
 
-def _const_getattr(node: ast.Call):
+def _const_getattr(node: ast.Call) -> tuple[ast.expr, str] | None:
     """(object node, name) for getattr(obj, "name"[, default]), else None."""
     if (
         isinstance(node.func, ast.Name)
@@ -401,7 +408,7 @@ def _const_getattr(node: ast.Call):
     return None
 
 
-def _const_import(node: ast.Call):
+def _const_import(node: ast.Call) -> str | None:
     """The module name of __import__("a.b") (binds "a") or importlib.import_module("a.b"), else None."""
     if not node.args or not isinstance(node.args[0], ast.Constant) or not isinstance(node.args[0].value, str):
         return None
@@ -418,20 +425,30 @@ def _const_import(node: ast.Call):
     return None
 
 
+class _Env(Protocol):
+    """How the scan resolves names: through live objects (`_LiveEnv`) or through a notebook's source (`_SourceEnv`)."""
+
+    def lookup(self, name: str) -> Ref: ...
+    def definitions(self, token: Any) -> list[tuple[ast.AST, _Env]]: ...
+    def import_ref(self, name: str) -> Ref: ...
+    def assignment(self, token: Any) -> tuple[ast.AST, _Env]: ...
+    def patched(self, obj: object, attr: str) -> ast.expr | None: ...
+
+
 class _Scanner(ast.NodeVisitor):
     """Walks definitions and expressions, resolving each name and attribute chain through an environment
     (`_LiveEnv` in the notebook, `_SourceEnv` in the grader), and records the forbidden names it meets."""
 
-    def __init__(self, index: ForbiddenIndex):
+    def __init__(self, index: ForbiddenIndex, env: _Env) -> None:
         self.index = index
-        self.hits: list = []
-        self.certain: set = set()  # names found by what they are; the rest only by a method's name (x.var)
-        self.followed: set = set()
-        self.env = None
-        self.local: dict = {}
-        self.assigned: dict = {}
+        self.hits: list[str] = []
+        self.certain: set[str] = set()  # names found by what they are; the rest only by a method's name (x.var)
+        self.followed: set[object] = set()
+        self.env = env
+        self.local: dict[str, Ref] = {}
+        self.assigned: dict[object, Ref] = {}
 
-    def hit(self, name, certain: bool = True) -> None:
+    def hit(self, name: str | None, certain: bool = True) -> None:
         if name and name not in self.hits:
             self.hits.append(name)
         if name and certain:
@@ -440,7 +457,7 @@ class _Scanner(ast.NodeVisitor):
     def result(self) -> Hits:
         return Hits(self.hits, uncertain=frozenset(n for n in self.hits if n not in self.certain))
 
-    def run(self, node, env) -> None:
+    def run(self, node: ast.AST, env: _Env) -> None:
         saved = self.env, self.local
         self.env, self.local = env, _locals(node)
         try:
@@ -448,7 +465,7 @@ class _Scanner(ast.NodeVisitor):
         finally:
             self.env, self.local = saved
 
-    def chain_in(self, node, env):
+    def chain_in(self, node: ast.AST, env: _Env) -> Ref:
         """The reference an expression evaluates to, scanned in env with no local names."""
         saved = self.env, self.local
         self.env, self.local = env, _locals(node)
@@ -458,12 +475,12 @@ class _Scanner(ast.NodeVisitor):
             self.env, self.local = saved
 
     # names -----------------------------------------------------------------------------------------
-    def lookup(self, name: str):
+    def lookup(self, name: str) -> Ref:
         if name in self.local:
             return self.local[name]
         return self.env.lookup(name)
 
-    def use(self, ref):
+    def use(self, ref: Ref) -> Ref:
         kind, value = ref
         if kind == "obj":
             self.hit(self.index.match(value))
@@ -479,14 +496,14 @@ class _Scanner(ast.NodeVisitor):
             return self.assignment(value)
         return ref
 
-    def follow(self, token) -> None:
+    def follow(self, token: object) -> None:
         if token in self.followed or len(self.followed) >= _MAX_FOLLOWED:
             return
         self.followed.add(token)
         for node, env in self.env.definitions(token):
             self.run(node, env)
 
-    def assignment(self, token):
+    def assignment(self, token: object) -> Ref:
         """What a module-level `name = value` binds: an alias when value is a name or attribute chain
         (ln = norms.layer_norm), else a value whose expression is scanned (m = torch.nn.LayerNorm(4))."""
         if token in self.assigned:
@@ -507,7 +524,7 @@ class _Scanner(ast.NodeVisitor):
         return ref
 
     # chains ----------------------------------------------------------------------------------------
-    def chain(self, node):
+    def chain(self, node: ast.AST) -> Ref:
         """Scan a name, attribute chain, getattr(obj, "name") or import call, and return what it refers to."""
         if isinstance(node, ast.Name):
             return self.use(self.lookup(node.id)) if isinstance(node.ctx, ast.Load) else _VALUE
@@ -527,7 +544,7 @@ class _Scanner(ast.NodeVisitor):
         self.visit(node)
         return _VALUE
 
-    def attribute(self, base, attr: str):
+    def attribute(self, base: Ref, attr: str) -> Ref:
         kind, value = base
         if kind == "obj" and _is_namespace(value):
             patched = self.env.patched(value, attr)
@@ -546,13 +563,13 @@ class _Scanner(ast.NodeVisitor):
         return _VALUE
 
     # the walk --------------------------------------------------------------------------------------
-    def visit_Name(self, node):
+    def visit_Name(self, node: ast.Name) -> None:
         self.chain(node)
 
-    def visit_Attribute(self, node):
+    def visit_Attribute(self, node: ast.Attribute) -> None:
         self.chain(node)
 
-    def visit_Call(self, node):
+    def visit_Call(self, node: ast.Call) -> None:
         if _const_getattr(node) is not None or _const_import(node) is not None:
             self.chain(node)
         elif isinstance(node.func, ast.Attribute) and node.func.attr in self.index.methods:
@@ -566,11 +583,11 @@ class _Scanner(ast.NodeVisitor):
         else:
             self.generic_visit(node)
 
-    def visit_Import(self, node):
+    def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
             self.use(_module_ref(alias.name))
 
-    def visit_ImportFrom(self, node):
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         if node.module and not node.level:
             for alias in node.names:
                 if alias.name != "*":
@@ -581,16 +598,16 @@ class _Scanner(ast.NodeVisitor):
 class _LiveEnv:
     """Resolves a function's free names through its closure, its globals and the builtins (no code runs)."""
 
-    def __init__(self, namespace: dict, module, closure: dict | None = None):
+    def __init__(self, namespace: dict[str, Any], module: str, closure: dict[str, Any] | None = None) -> None:
         self.namespace, self.module, self.closure = namespace, module, closure or {}
 
     @classmethod
-    def of(cls, fn) -> _LiveEnv:
+    def of(cls, fn: types.FunctionType) -> _LiveEnv:
         code = fn.__code__
         closure = dict(zip(code.co_freevars, fn.__closure__ or ()))
         return cls(fn.__globals__, fn.__module__, closure)
 
-    def lookup(self, name: str):
+    def lookup(self, name: str) -> Ref:
         if name in self.closure:
             try:
                 return self.ref(self.closure[name].cell_contents)
@@ -601,7 +618,7 @@ class _LiveEnv:
         found = builtins.__dict__.get(name, _MISSING)
         return _VALUE if found is _MISSING else ("obj", found)
 
-    def ref(self, obj):
+    def ref(self, obj: object) -> Ref:
         """A learner's own function or class (defined in the same module) is followed; anything else is an object."""
         if isinstance(obj, types.FunctionType) and obj.__module__ == self.module:
             return ("def", obj)
@@ -610,24 +627,24 @@ class _LiveEnv:
             return ("def", cls)
         return ("obj", obj)
 
-    def definitions(self, obj):
+    def definitions(self, obj: object) -> list[tuple[ast.AST, _Env]]:
         node = _definition_node(obj)
         if node is None:
             return []
         env = _LiveEnv.of(obj) if isinstance(obj, types.FunctionType) else self
         return [(node, env)]
 
-    def import_ref(self, name: str):
+    def import_ref(self, name: str) -> Ref:
         return _module_ref(name)
 
-    def assignment(self, token):
+    def assignment(self, token: ast.AST) -> tuple[ast.AST, _Env]:
         return token, self
 
-    def patched(self, obj, attr: str):
+    def patched(self, obj: object, attr: str) -> ast.expr | None:
         return None  # live objects already are what the notebook made them
 
 
-def _definition_node(obj):
+def _definition_node(obj: Any) -> ast.AST | None:
     """The parsed definition of a function, lambda or class, from its source; None when there is none."""
     if isinstance(obj, type):
         return _class_node(obj)
@@ -645,12 +662,12 @@ def _definition_node(obj):
     if isinstance(obj, types.FunctionType) and obj.__name__ == "<lambda>":
         lambdas = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda)]
         return ast.Module(body=[ast.Expr(n) for n in lambdas], type_ignores=[]) if lambdas else None
-    kinds = (ast.ClassDef,) if isinstance(obj, type) else (ast.FunctionDef, ast.AsyncFunctionDef)
     name = getattr(obj, "__name__", None)
-    return next((n for n in ast.walk(tree) if isinstance(n, kinds) and n.name == name), None)
+    defs = (n for n in ast.walk(tree) if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)))
+    return next((n for n in defs if isinstance(n, ast.ClassDef) == isinstance(obj, type) and n.name == name), None)
 
 
-def _class_node(cls):
+def _class_node(cls: type) -> ast.ClassDef | None:
     """A class's definition, found through the file and line of one of its methods: inspect.getsource looks
     for a class in its module's file, which a notebook cell's class (module __main__) is not in."""
     for member in vars(cls).values():
@@ -680,16 +697,16 @@ class _SourceEnv:
     """The top-level names of a notebook's code cells, bound as running them in order binds them:
     imports, definitions and assignments, the last binding of a name winning."""
 
-    def __init__(self, sources: list):
-        self.bindings: dict = {}
-        self.patches: list = []  # (target, value) of `torch.mean = torch.var`: an attribute a cell assigned
-        self.stars: list = []
+    def __init__(self, sources: list[str]) -> None:
+        self.bindings: dict[str, tuple[str, Any]] = {}
+        self.patches: list[tuple[ast.Attribute, ast.expr]] = []  # `torch.mean = torch.var`: an attribute assigned
+        self.stars: list[str] = []
         for source in sources:
             tree = _parse_cell(source)
             if tree is not None:
                 self._bind(tree.body)
 
-    def _bind(self, statements) -> None:
+    def _bind(self, statements: list[ast.stmt]) -> None:
         for st in statements:
             if isinstance(st, ast.Import):
                 for alias in st.names:
@@ -718,7 +735,7 @@ class _SourceEnv:
                 for handler in getattr(st, "handlers", []):
                     self._bind(handler.body)
 
-    def _bind_target(self, target, value) -> None:
+    def _bind_target(self, target: ast.expr, value: ast.expr) -> None:
         if isinstance(target, ast.Name):
             self.bindings[target.id] = ("assign", value)
         elif isinstance(target, ast.Attribute):
@@ -728,8 +745,8 @@ class _SourceEnv:
                 if isinstance(name, ast.Name):
                     self.bindings[name.id] = ("value", None)
 
-    def lookup(self, name: str):
-        kind, value = self.bindings.get(name, (None, None))
+    def lookup(self, name: str) -> Ref:
+        kind, value = self.bindings.get(name, ("", None))
         if kind == "import":
             return _module_ref(value)
         if kind == "def":
@@ -745,26 +762,26 @@ class _SourceEnv:
         found = builtins.__dict__.get(name, _MISSING)
         return _VALUE if found is _MISSING else ("obj", found)
 
-    def definitions(self, node):
+    def definitions(self, node: ast.AST) -> list[tuple[ast.AST, _Env]]:
         return [(node, self)]
 
-    def import_ref(self, name: str):
+    def import_ref(self, name: str) -> Ref:
         return _module_ref(name)
 
-    def assignment(self, value):
+    def assignment(self, value: ast.AST) -> tuple[ast.AST, _Env]:
         return value, self
 
-    def patched(self, obj, attr: str):
+    def patched(self, obj: object, attr: str) -> ast.expr | None:
         """The value a cell assigned to obj.attr (an attribute of a module or class), if one did."""
         for target, value in reversed(self.patches):
             if target.attr == attr and self._quiet(target.value) == ("obj", obj):
                 return value
         return None
 
-    def _quiet(self, node):
+    def _quiet(self, node: ast.expr) -> Ref:
         """What a name or attribute chain of the notebook refers to, found without scanning it."""
         if isinstance(node, ast.Name):
-            kind, value = self.bindings.get(node.id, (None, None))
+            kind, value = self.bindings.get(node.id, ("", None))
             return _module_ref(value) if kind == "import" else _VALUE
         if isinstance(node, ast.Attribute):
             kind, value = self._quiet(node.value)
@@ -774,7 +791,7 @@ class _SourceEnv:
         return _VALUE
 
 
-def _parse_cell(source: str):
+def _parse_cell(source: str) -> ast.Module | None:
     """A code cell's syntax tree; IPython syntax (%magic, !shell) translated first; None if it is not Python."""
     try:
         return ast.parse(source)
@@ -793,59 +810,58 @@ def _parse_cell(source: str):
 # ----------------------------------------------------------------------------------------------------
 # what the checks and the grader call
 # ----------------------------------------------------------------------------------------------------
-def static_hits(check, fn) -> list:
+def static_hits(check: object, fn: object) -> list[str]:
     """The forbidden names a live learner function uses, by the static scan (the learner's check). Never raises."""
     try:
         index = _index(check)
         direct = index.match(fn)
         if direct:
             return [direct]
-        scanner = _Scanner(index)
         target = fn.func if type(fn) is functools.partial else fn
         if isinstance(target, types.MethodType):
             target = target.__func__
         if isinstance(target, types.FunctionType):
-            env = _LiveEnv.of(target)
-            scanner.env = env
+            scanner = _Scanner(index, _LiveEnv.of(target))
             scanner.follow(target)
         elif not isinstance(target, (types.BuiltinFunctionType, type)):  # an object with __call__
             cls = type(target)
             module = sys.modules.get(cls.__module__)
-            scanner.env = _LiveEnv(getattr(module, "__dict__", {}), cls.__module__)
+            scanner = _Scanner(index, _LiveEnv(getattr(module, "__dict__", {}), cls.__module__))
             scanner.follow(cls)
+        else:  # a builtin or a class: nothing of the learner's to scan
+            return Hits()
         return scanner.result()
     except (Exception, RecursionError):  # the scan must never cost the learner a verdict
         return []
 
 
-def notebook_hits(check, sources: list, function_name: str) -> list:
+def notebook_hits(check: object, sources: list[str], function_name: str) -> list[str]:
     """The forbidden names the notebook's `function_name` uses, by the static scan of the notebook's code
     cells (`sources`, in order), in the grader's process: no learner code runs."""
     try:
         env = _SourceEnv(sources)
-        scanner = _Scanner(_index(check))
-        scanner.env = env
+        scanner = _Scanner(_index(check), env)
         scanner.use(env.lookup(function_name))
         return scanner.result()
     except RecursionError:  # a pathologically nested cell: the kernel's trace still counts
         return []
 
 
-def watch(check) -> dict:
+def watch(check: object) -> dict[str, Any]:
     """The runtime keys to trace for this check, as plain data (sent to the learner's kernel)."""
     index = _index(check)
-    out = {kind: sorted(keys) for kind, keys in index.watch.items()}
+    out: dict[str, Any] = {kind: sorted(keys) for kind, keys in index.watch.items()}
     if getattr(getattr(check, "forbidden", None), "allowed", None) is not None:
         out["record"] = True  # every ATen op and library call, for the allowlist (checks/allowed.py)
     return out
 
 
-def trace_for(check) -> CallTrace:
+def trace_for(check: object) -> CallTrace:
     """A trace that records this check's forbidden calls (enter it around each call of the learner's function)."""
     return CallTrace(watch(check))
 
 
-def trace_names(check, keys) -> list:
+def trace_names(check: object, keys: object) -> list[str]:
     """The forbidden names behind a trace's keys; anything else (a forged or garbled key) is dropped."""
     if not isinstance(keys, list):
         return []
@@ -853,25 +869,25 @@ def trace_names(check, keys) -> list:
     return merge([names[k] for k in keys[:1000] if isinstance(k, str) and k in names])
 
 
-def found(check, static: list, trace: CallTrace) -> list:
+def found(check: object, static: Sequence[str], trace: CallTrace) -> list[str]:
     """The static scan's names, then the trace's (the learner's check: both come from this process)."""
     traced = trace_names(check, trace.hits)
     return merge(confirmed(static, traced, vouched=not trace.tampered), traced)
 
 
-def confirmed(static: list, traced: list, vouched: bool) -> list:
+def confirmed(static: Sequence[str], traced: Sequence[str], vouched: bool) -> list[str]:
     """The static scan's names that stand: all of them, except a name found only as an attribute of some value
     (Hits.uncertain: `s.var` on the learner's own namedtuple) when a trace that vouches for what it saw did not
     see that call. The learner's own `.var` is then not torch's."""
-    uncertain = getattr(static, "uncertain", frozenset())
+    uncertain: frozenset[str] = getattr(static, "uncertain", frozenset())
     if not vouched:
         return list(static)
     return [n for n in static if n not in uncertain or n in traced]
 
 
-def merge(*lists) -> list:
+def merge(*lists: Iterable[str] | None) -> list[str]:
     """The names of several lists, each once, in order of first appearance."""
-    out = []
+    out: list[str] = []
     for names in lists:
         for name in names or ():
             if name not in out:
@@ -879,5 +895,5 @@ def merge(*lists) -> list:
     return out
 
 
-def forbidden_hint(check) -> str:
+def forbidden_hint(check: object) -> str:
     return _index(check).hint

@@ -21,7 +21,8 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
@@ -51,22 +52,27 @@ class GradedItem(NamedTuple):
     check: FunctionCheck | MultipleChoice
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Exercise:
-    """One exercise's registry entry. `checks` and `questions` may be given as lists; they are kept as
-    dicts by name (a check's `name`, a question's `id`)."""
+    """One exercise's registry entry: its graded items in order, and its checks and questions, given as lists and
+    kept as dicts by name (a check's `name`, a question's `id`)."""
 
     id: str
-    graded: tuple
-    checks: dict = field(default_factory=dict)
-    questions: dict = field(default_factory=dict)
+    graded: tuple[Graded, ...]
+    checks: dict[str, FunctionCheck]
+    questions: dict[str, MultipleChoice]
 
-    def __post_init__(self):
-        object.__setattr__(self, "graded", tuple(self.graded))
-        if not isinstance(self.checks, dict):
-            object.__setattr__(self, "checks", {check.name: check for check in self.checks})
-        if not isinstance(self.questions, dict):
-            object.__setattr__(self, "questions", {question.id: question for question in self.questions})
+    def __init__(
+        self,
+        id: str,
+        graded: Iterable[Graded],
+        checks: Iterable[FunctionCheck] = (),
+        questions: Iterable[MultipleChoice] = (),
+    ) -> None:
+        object.__setattr__(self, "id", id)
+        object.__setattr__(self, "graded", tuple(graded))
+        object.__setattr__(self, "checks", {check.name: check for check in checks})
+        object.__setattr__(self, "questions", {question.id: question for question in questions})
         prefix = self.id.split("_", 1)[0]
         wrong = [qid for qid in self.questions if not qid.startswith(prefix + ".")]
         if wrong:

@@ -56,10 +56,12 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import get_context
 from pathlib import Path
+from typing import Any, NoReturn
 
 from .. import i18n
 from ..display import pad, text_width
@@ -70,6 +72,7 @@ from .run import (
     GRADER_VERSION,
     STATUSES,
     Result,
+    RowStatus,
     Task,
     file_sha256,
     grade_submission,
@@ -94,7 +97,7 @@ REPORT_TO = "the issue tracker of the course's repository (the one this copy of 
 class Submission:
     """One file to grade, or (path=None) a learner folder that holds no notebook at all."""
 
-    def __init__(self, path, learner: str, display: str, copy_folder: bool):
+    def __init__(self, path: Path | None, learner: str, display: str, copy_folder: bool) -> None:
         self.path, self.learner, self.display, self.copy_folder = path, learner, display, copy_folder
 
 
@@ -102,17 +105,18 @@ def _visible(rel: Path) -> bool:
     return not any(part.startswith(".") or part == "__pycache__" for part in rel.parts)
 
 
-def discover(arguments: list[str], skip: tuple = ()) -> list[Submission]:
+def discover(arguments: list[str], skip: Iterable[str | Path] = ()) -> list[Submission]:
     """The submissions named by the command line (files as given, folders searched recursively)."""
-    found, seen = [], set()
-    skip = {Path(s).resolve() for s in skip}
+    found: list[Submission] = []
+    seen: set[Path | str] = set()
+    skipped = {Path(s).resolve() for s in skip}
     for argument in arguments:
         base = Path(argument)
         if base.is_dir():
             notebooks = sorted(
                 p for p in base.rglob("*.ipynb") if _visible(p.relative_to(base)) and p.is_file() and not p.is_symlink()
             )
-            holders = set()
+            holders: set[str] = set()
             for nb in notebooks:
                 rel = nb.relative_to(base)
                 nested = len(rel.parts) > 1
@@ -133,7 +137,7 @@ def discover(arguments: list[str], skip: tuple = ()) -> list[Submission]:
     unique = []
     for sub in found:
         key = sub.path.resolve() if sub.path else sub.display
-        if key not in seen and key not in skip:
+        if key not in seen and key not in skipped:
             seen.add(key)
             unique.append(sub)
     return unique
@@ -170,7 +174,7 @@ class State:
             self.seed = seed
             self._append({"seed": seed, "grader": GRADER_VERSION})
 
-    def fresh(self, display: str, sha256: str, config: dict):
+    def fresh(self, display: str, sha256: str, config: dict[str, Any]) -> Result | None:
         entry = self.entries.get(display)
         if (
             entry
@@ -370,7 +374,7 @@ def write_feedback(results: list[Result], folder: Path) -> list[Result]:
     by_learner: dict[str, list] = {}
     for r in results:
         by_learner.setdefault(r.learner, []).append(r)
-    names = {}
+    names: dict[str, str] = {}
     for learner, rows in sorted(by_learner.items()):
         name = _safe_name(learner)
         while name in names.values():
@@ -399,7 +403,7 @@ def write_feedback(results: list[Result], folder: Path) -> list[Result]:
     return failed
 
 
-def _listing(parts) -> str:
+def _listing(parts: Iterable[str]) -> str:
     """Words joined into a list, with the current language's separator ("a, b" in English)."""
     text = ""
     for part in parts:
@@ -425,7 +429,7 @@ def summary(results: list[Result], seconds: float, skipped: int) -> str:
             f"{_fit(r.learner, width)}  {_fit(r.exercise, ex_width)}  {_fit(points, 9, right=True)}  "
             f"{_fit(words[r.status], st_width)}  {r.reason[:70]}"
         )
-    counts = {}
+    counts: dict[RowStatus, int] = {}
     for r in results:
         counts[r.status] = counts.get(r.status, 0) + 1
     lines.append("")
@@ -447,15 +451,22 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
     """argparse's help, with its own words ("usage:") in the current language, and lines of Japanese (no spaces
     between words, two columns a character) wrapped at the terminal's width."""
 
-    def add_usage(self, usage, actions, groups, prefix=None):
+    def add_usage(
+        self,
+        usage: str | None,
+        actions: Iterable[argparse.Action],
+        groups: Iterable[argparse._MutuallyExclusiveGroup],
+        prefix: str | None = None,
+    ) -> None:
         return super().add_usage(usage, actions, groups, _("usage: ") if prefix is None else prefix)
 
-    def _split_lines(self, text, width):
+    def _split_lines(self, text: str, width: int) -> list[str]:
         if all(text_width(c) == 1 for c in text):
             return super()._split_lines(text, width)
         # an ASCII word, a space, or one other character (a closing mark stays with what it closes)
         tokens = re.findall(r"[!-~]+[、。）」：]?| |[^ !-~][、。）」：]?", " ".join(text.split()))
-        lines, line = [], ""
+        lines: list[str] = []
+        line = ""
         for token in tokens:
             if line and text_width(line + token) > width:
                 lines.append(line.rstrip())
@@ -469,14 +480,14 @@ class _ArgumentParser(argparse.ArgumentParser):
     """Speaks the current language where argparse lets it: the usage's prefix, the sections' titles, an error's
     frame (argparse's own words inside an error stay English)."""
 
-    def format_help(self):
+    def format_help(self) -> str:
         text = super().format_help()
         for group in self._action_groups:
             if group.title:
                 text = text.replace(f"\n{group.title}:\n", "\n" + _("{title}:").format(title=group.title) + "\n")
         return text
 
-    def error(self, message):
+    def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         self.exit(2, _("{prog}: error: {message}").format(prog=self.prog, message=message) + "\n")
 
@@ -532,7 +543,7 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _language_asked(argv) -> str:
+def _language_asked(argv: Sequence[str]) -> str:
     """The --lang of a command line, read before the rest so that --help and usage errors speak it too."""
     first = argparse.ArgumentParser(add_help=False, exit_on_error=False)
     first.add_argument("--lang", default="en")
@@ -543,14 +554,14 @@ def _language_asked(argv) -> str:
     return lang if lang in i18n.LANGUAGES else "en"
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     with i18n.using(_language_asked(sys.argv[1:] if argv is None else argv)):
         args = _parser().parse_args(argv)
     with i18n.using(args.lang):
         return _main(args, argv)
 
 
-def _main(args, argv) -> int:
+def _main(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
     if args.seed == 0:
         print(_("error: seed 0 is the one learners see in their notebooks; choose another"), file=sys.stderr)
         return 2
@@ -680,7 +691,7 @@ def _versions() -> list[str]:
     ]
 
 
-def report_grader_errors(rows: list[Result], log: Path, argv, seed: int) -> int:
+def report_grader_errors(rows: list[Result], log: Path, argv: Sequence[str] | None, seed: int) -> int:
     """Write the grader-error rows' tracebacks to `log` and tell the instructor what to report (stderr);
     returns how many there were. A run without any removes the log of an earlier run."""
     failed = [r for r in rows if r.status == GRADER_ERROR]
@@ -733,7 +744,7 @@ def _folder_row(sub: Submission, seed: int, config: dict) -> Result:
     return Result(sub.display, sub.learner, seed, config, status="invalid-notebook", reason=reason)
 
 
-def _failed_row(task: Task, status: str, reason: str, exc: BaseException | None = None) -> Result:
+def _failed_row(task: Task, status: RowStatus, reason: str, exc: BaseException | None = None) -> Result:
     """A row for a submission that has no result of its own (its grading process died)."""
     row = Result(task.display, task.learner, task.seed, task.config, status=status, reason=reason, sha256=task.sha256)
     if exc is not None:
@@ -752,7 +763,7 @@ def _grade_marked(task: Task, started: str) -> Result:
         mark.unlink(missing_ok=True)
 
 
-def _grade_all(todo: list, jobs: int, state: State, results: dict) -> int:
+def _grade_all(todo: list[Task], jobs: int, state: State, results: dict[str, Result]) -> int:
     """Grade in `jobs` worker processes with a progress bar; returns how many were left when interrupted.
 
     One submission's failure costs one row. A submission that kills its worker process (a signal to the
@@ -775,7 +786,9 @@ def _grade_all(todo: list, jobs: int, state: State, results: dict) -> int:
         bar.update(1)
 
     started = Path(tempfile.mkdtemp(prefix="course-grade-running-"))
-    queue, suspects, pool = list(todo), [], None
+    queue: list[Task] = list(todo)
+    suspects: list[Task] = []
+    pool: ProcessPoolExecutor | None = None
     try:
         while queue or suspects:
             alone = not queue  # the suspects, one at a time
@@ -787,7 +800,7 @@ def _grade_all(todo: list, jobs: int, state: State, results: dict) -> int:
                 initializer=worker_init,
             )
             futures = {pool.submit(_grade_marked, task, str(started)): task for task in batch}
-            broken = []
+            broken: list[tuple[Task, BrokenProcessPool]] = []
             for future in as_completed(futures):
                 task = futures[future]
                 try:
@@ -804,13 +817,13 @@ def _grade_all(todo: list, jobs: int, state: State, results: dict) -> int:
             running = {p.read_text(encoding="utf-8") for p in started.iterdir()}
             for p in started.iterdir():
                 p.unlink()
-            for task, exc in broken:
+            for task, breakage in broken:
                 if alone:  # it broke a pool of its own: this submission killed the grader's process
                     reason = _(
                         "the grader's process running this notebook was killed (a signal sent by the notebook, "
                         "or memory); the other submissions were graded without it"
                     )
-                    done(_failed_row(task, "kernel-died", reason, exc))
+                    done(_failed_row(task, "kernel-died", reason, breakage))
                 elif task.display in running:
                     suspects.append(task)
                 else:

@@ -12,15 +12,28 @@ from __future__ import annotations
 
 import difflib
 import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
-from ..checks.core import CallOutcome, CaseResult, CheckReport, Joined, Problem
+from ..checks.core import CallOutcome, Case, CaseResult, CheckReport, FunctionCheck, Joined, Problem
 from ..i18n import N_, _
 from .kernel import FormatError, Unsupported, decode
+
+if TYPE_CHECKING:
+    from ..checks.questions import MultipleChoice
+    from ..checks.registry import Graded
 
 __all__ = ["judge"]
 
 
-def judge(kind: str, graded, check, answer: dict, seed: int, forbidden=()):
+def judge(
+    kind: str,
+    graded: Graded,
+    check: FunctionCheck | MultipleChoice,
+    answer: dict[str, Any],
+    seed: int,
+    forbidden: Sequence[str] = (),
+) -> CheckReport:
     """A CheckReport for one graded item from the kernel's answer (never trusts its contents).
 
     A function's answer is decoded into the CallOutcome that the learner's check builds in the notebook, and
@@ -31,7 +44,7 @@ def judge(kind: str, graded, check, answer: dict, seed: int, forbidden=()):
     library calls outside the task's allowlist (`ops`, `library`: checks/allowed.py), mark the item for the
     instructor's review.
     """
-    name = getattr(check, "name", None) or check.id
+    name = check.name if isinstance(check, FunctionCheck) else check.id
     status = answer.get("status")
     if status == "missing":
         defined = (
@@ -50,24 +63,26 @@ def judge(kind: str, graded, check, answer: dict, seed: int, forbidden=()):
                 function=graded.function
             ),
         )
-    if kind == "choice":
+    if kind == "choice":  # the registry's kind: "choice" is a MultipleChoice's, "function" a FunctionCheck's
+        question = cast("MultipleChoice", check)
         if status == "raised":
             message = Joined(": ", (str(answer.get("type"))[:60], str(answer.get("message"))[:300]))
             return CheckReport(name, "error", message=Problem("raised", N_("raised {exception}"), exception=message))
         results = answer.get("results") if status == "ok" else None
         if not isinstance(results, list):
-            return _no_answer(check, name, answer)
+            return _no_answer(name, answer)
         given = _decoded(results[0].get("output") if results and isinstance(results[0], dict) else None)
         if isinstance(given, Unsupported) or given is _UNREADABLE:
             given = f"<{getattr(given, 'type_name', 'unreadable value')}>"
-        return check.judge_answer(given)
-    outcome = _outcome(check, answer, seed)
+        return question.judge_answer(given)
+    function_check = cast(FunctionCheck, check)
+    outcome = _outcome(function_check, answer, seed)
     if outcome is None:
-        return _no_answer(check, name, answer)
-    return check.verdict(outcome, seed, forbidden)
+        return _no_answer(name, answer)
+    return function_check.verdict(outcome, seed, forbidden)
 
 
-def _no_answer(check, name, answer) -> CheckReport:
+def _no_answer(name: str, answer: dict[str, Any]) -> CheckReport:
     message = str(answer.get("message") or _("the grader got no answer from the notebook's kernel"))
     return CheckReport(
         name,
@@ -77,14 +92,23 @@ def _no_answer(check, name, answer) -> CheckReport:
     )
 
 
-def _strings(value, most: int) -> list:
+def _strings(value: object, most: int) -> list[str]:
     return [v for v in value[:most] if isinstance(v, str)] if isinstance(value, list) else []
 
 
-def _outcome(check, answer: dict, seed: int) -> CallOutcome | None:
+class _Seen(TypedDict):
+    """What the kernel's trace of the calls saw, as CallOutcome's fields."""
+
+    hits: list[str] | None
+    tampered: list[str]
+    ops_seen: list[str]
+    library_seen: list[str]
+
+
+def _outcome(check: FunctionCheck, answer: dict[str, Any], seed: int) -> CallOutcome | None:
     """The kernel's answer for a function, decoded strictly into a CallOutcome; None when it is no answer."""
     status = answer.get("status")
-    seen = {
+    seen: _Seen = {
         "hits": answer.get("trace") if isinstance(answer.get("trace"), list) else None,  # None: cannot vouch
         "tampered": _strings(answer.get("tampered"), 20),
         "ops_seen": _strings(answer.get("ops"), 500),
@@ -123,14 +147,14 @@ def _outcome(check, answer: dict, seed: int) -> CallOutcome | None:
 _UNREADABLE = object()
 
 
-def _decoded(data):
+def _decoded(data: object) -> Any:
     try:
         return decode(data)
     except (FormatError, ValueError, TypeError, KeyError, OverflowError):
         return _UNREADABLE
 
 
-def _unsupported_inside(value):
+def _unsupported_inside(value: object) -> Unsupported | None:
     if isinstance(value, Unsupported):
         return value
     if isinstance(value, (list, tuple)):
@@ -140,12 +164,12 @@ def _unsupported_inside(value):
     return None
 
 
-def _case_output(check, case, result):
+def _case_output(check: FunctionCheck, case: Case, result: object) -> tuple[Any, tuple[Any, ...]] | CaseResult:
     """One case's (output, arguments after the call), decoded strictly; a CaseResult for an output that the kernel
     could not send as plain data (never compared)."""
     tol = check.tolerance_for(case)
     output = _decoded(result.get("output")) if isinstance(result, dict) else _UNREADABLE
-    if output is _UNREADABLE:
+    if output is _UNREADABLE or not isinstance(result, dict):
         return CaseResult(
             case.name, False, math.inf, tol, Problem("unread", N_("the output could not be read as plain data"))
         )

@@ -26,6 +26,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+from typing import Any
 
 MAX_ELEMENTS = 2_000_000  # per tensor sent back; a learner returning a 10 GB tensor gets "too large"
 MAX_DEPTH = 16
@@ -55,7 +56,7 @@ class FormatError(ValueError):
 # ------------------------------------------------------------------------------------------------------
 # plain value -> JSON-able structure (used on both sides)
 # ------------------------------------------------------------------------------------------------------
-def encode(value, depth: int = 0):
+def encode(value: Any, depth: int = 0) -> dict[str, Any]:
     """A JSON-able description of `value` (see the module docstring)."""
     import numpy as np
     import torch
@@ -88,7 +89,7 @@ def encode(value, depth: int = 0):
     return {"k": "unsupported", "type": getattr(kind, "__qualname__", "an unknown type")[:100]}
 
 
-def _encode_array(tensor, kind: str):
+def _encode_array(tensor: Any, kind: str) -> dict[str, Any]:
     import torch
 
     t = torch.Tensor.detach(tensor)
@@ -112,14 +113,14 @@ def _encode_array(tensor, kind: str):
 class Unsupported:
     """Stands in for a value the kernel could not send as plain data (reported, never compared)."""
 
-    def __init__(self, type_name: str):
+    def __init__(self, type_name: str) -> None:
         self.type_name = type_name
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Unsupported({self.type_name!r})"
 
 
-def decode(data, depth: int = 0):
+def decode(data: Any, depth: int = 0) -> Any:
     """The plain value described by `data`; FormatError if it is not exactly the grader's format."""
     import numpy as np
     import torch
@@ -174,7 +175,7 @@ def decode(data, depth: int = 0):
 # ------------------------------------------------------------------------------------------------------
 # the kernel side: call one learner function on the grader's inputs
 # ------------------------------------------------------------------------------------------------------
-def call_learner_function(namespace: dict, function_name: str, request_path: str, answer_path: str) -> None:
+def call_learner_function(namespace: dict[str, Any], function_name: str, request_path: str, answer_path: str) -> None:
     """Call namespace[function_name] on each argument tuple in request_path; write the answers as JSON.
 
     The request is {"kind": "function" | "choice", "calls": [[encoded args...], ...]}. The answer is
@@ -190,7 +191,7 @@ def call_learner_function(namespace: dict, function_name: str, request_path: str
         f.write(text)
 
 
-def _call(namespace, function_name, request):
+def _call(namespace: dict[str, Any], function_name: str, request: dict[str, Any]) -> dict[str, Any]:
     fn = namespace.get(function_name, _call)  # _call itself marks "missing"
     if fn is _call:
         defined = sorted(
@@ -236,13 +237,13 @@ def _call(namespace, function_name, request):
     return {"status": "ok", "results": results, **_seen(trace)}
 
 
-def _trace(watch):
+def _trace(watch: dict[str, Any] | None) -> Any:
     """A runtime trace of the forbidden calls the grader asked to watch (course_utils/tracing.py, whose source
     runs next to this one in the kernel), or a context that records nothing."""
     import contextlib
 
     try:
-        trace_class = globals().get("CallTrace")
+        trace_class: Any = globals().get("CallTrace")
         if trace_class is None:  # this module imported, not sent as source (the grader's own tests)
             from course_utils.tracing import CallTrace as trace_class
         return trace_class(watch) if watch else contextlib.nullcontext()
@@ -250,11 +251,11 @@ def _trace(watch):
         return contextlib.nullcontext()
 
 
-def _seen(trace) -> dict:
+def _seen(trace: object) -> dict[str, list[str]]:
     """What the trace saw, as plain data: the watched calls (`trace`), why it cannot vouch for them (`tampered`),
     and with the grader's `record`, every ATen op (`ops`) and direct library call (`library`) for the allowlist."""
 
-    def strings(name, most, length):
+    def strings(name: str, most: int, length: int) -> list[str]:
         values = getattr(trace, name, [])
         return [str(v)[:length] for v in values[:most]] if isinstance(values, list) else []
 

@@ -41,14 +41,22 @@ import tempfile
 import threading
 import time
 import traceback
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeVar
 
 from .. import i18n
+from ..checks.core import Status
 from ..i18n import N_, _
 from .judge import judge
 from .kernel import encode, kernel_source
 from .sandbox import Sandbox, kernel_manager
+
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
+
+    from ..checks.registry import GradedItem
 
 GRADER_VERSION = 5  # 2: forbidden calls (course_utils.checks.forbidden) earn no points; 3: more of them, traced;
 # 4: ops outside a task's allowlist are marked for review (course_utils.checks.allowed); 5: a wrong choice's verdict in
@@ -64,8 +72,17 @@ GRADER_TAG = "course-grader"
 EXERCISE_NAME = re.compile(r"(ex\d\d)(?:_([A-Za-z0-9]+))?", re.IGNORECASE)
 EXERCISE_ID = re.compile(r"ex\d\d_[A-Za-z0-9_]{1,40}")  # what a generated notebook's metadata may name
 
-STATUSES = ("graded", "timeout", "kernel-died", "invalid-notebook", "wrong-exercise")  # the submission's
-GRADER_ERROR = "grader-error"  # the grader's own failure: no grade, not kept in the resume state
+RowStatus = Literal["", "graded", "timeout", "kernel-died", "invalid-notebook", "wrong-exercise", "grader-error"]
+"""A gradebook row's status (the module's docstring); "" for a row not graded yet."""
+ItemStatus = Literal["not-graded"] | Status
+"""A graded item's status: its check's verdict (checks.core.Status), or "not-graded" (never reached, or the grader
+failed)."""
+
+STATUSES: tuple[RowStatus, ...] = ("graded", "timeout", "kernel-died", "invalid-notebook", "wrong-exercise")
+GRADER_ERROR: Final = "grader-error"  # the grader's own failure: no grade, not kept in the resume state
+
+Solutions = str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None
+"""The answer keys' folders, one per edition of the course (solutions/, ja/solutions/), or one folder."""
 
 
 class GraderError(Exception):
@@ -74,7 +91,7 @@ class GraderError(Exception):
     `step` is the English of what the grader was doing, an N_() message with `{fields}`: the grader's row shows
     it in the grading language (mark_grader_error), the traceback in English."""
 
-    def __init__(self, step: str, cause: BaseException, **fields):
+    def __init__(self, step: str, cause: BaseException, **fields: object) -> None:
         super().__init__(f"{step.format(**fields)}: {type(cause).__name__}: {cause}")
         self.step, self.fields, self.cause = step, fields, cause
 
@@ -84,13 +101,13 @@ class _GraderStep:
     (generating inputs, writing a request, reading an answer): whatever it raises is the grader's failure, a
     GraderError, and never passes for something the learner's kernel did."""
 
-    def __init__(self, step: str, **fields):
+    def __init__(self, step: str, **fields: object) -> None:
         self.step, self.fields = step, fields
 
-    def __enter__(self):
+    def __enter__(self) -> _GraderStep:
         return self
 
-    def __exit__(self, kind, exc, tb):
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> Literal[False]:
         if exc is not None and isinstance(exc, Exception) and not isinstance(exc, GraderError):
             raise GraderError(self.step, exc, **self.fields) from exc
         return False
@@ -111,7 +128,7 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def parse_notebook(raw: bytes):
+def parse_notebook(raw: bytes) -> NotebookNode:
     """The notebook in `raw` (nbformat 4, outputs dropped); InvalidNotebook with a short reason otherwise."""
     import nbformat
 
@@ -170,7 +187,7 @@ def _sniff(raw: bytes) -> str:
     return next((name for sig, name in signatures.items() if raw.startswith(sig)), "")
 
 
-def identify_exercise(nb, path: Path, known: list[str]) -> tuple[str | None, str]:
+def identify_exercise(nb: NotebookNode | None, path: Path, known: Sequence[str]) -> tuple[str | None, str]:
     """(exercise id, how it was found). The generator's metadata wins; the file name is a fallback."""
     course = nb.metadata.get("course") if nb is not None else None
     if isinstance(course, dict) and isinstance(course.get("exercise"), str) and course["exercise"].strip():
@@ -188,7 +205,7 @@ def column_name(exercise: str, check: str) -> str:
     return check if "." in check else f"{exercise.split('_', 1)[0]}.{check}"
 
 
-def load_registry(exercise: str):
+def load_registry(exercise: str) -> list[GradedItem] | None:
     """The exercise's graded items, each with what judges it (course_utils.checks.registry), or None when
     the course has no such exercise. A check module that exists but fails to load raises: the grader's bug."""
     import importlib
@@ -209,7 +226,7 @@ def load_registry(exercise: str):
 # ------------------------------------------------------------------------------------------------------
 # free-text answers: Markdown cells that the generator turned into "YOUR ANSWER HERE"
 # ------------------------------------------------------------------------------------------------------
-def free_text_answers(nb, exercise: str, solutions) -> list[dict]:
+def free_text_answers(nb: NotebookNode, exercise: str, solutions: Solutions) -> list[dict[str, str]]:
     """[{"prompt": the question's heading, "answer": what the learner wrote}] for each free-text answer.
 
     `solutions` are the answer keys' folders, one per edition of the course (solutions/ and ja/solutions/; a folder's
@@ -224,7 +241,9 @@ def free_text_answers(nb, exercise: str, solutions) -> list[dict]:
     sources = [c.source.strip() for c in learner]
     here = i18n.language()
 
-    def holds(lang: str) -> tuple:  # how many of the notebook's cells come from this edition; ties: the grading one
+    def holds(
+        lang: str,
+    ) -> tuple[int, bool]:  # how many of the notebook's cells come from this edition; ties: the grading one
         known = {c.source.strip() for c in templates[lang]}
         return (sum(1 for s in sources if s and s in known), lang == here)
 
@@ -255,12 +274,12 @@ def free_text_answers(nb, exercise: str, solutions) -> list[dict]:
     return answers
 
 
-def _answer_templates(exercise: str, solutions) -> dict:
+def _answer_templates(exercise: str, solutions: Solutions) -> dict[str, list[NotebookNode]]:
     """{language: the cells of the exercise notebook generated from that edition's answer key}."""
     from ..exercises import make_exercise
 
     folders = [solutions] if isinstance(solutions, (str, os.PathLike)) else list(solutions or ())
-    templates = {}
+    templates: dict[str, list[NotebookNode]] = {}
     for folder in [str(f) for f in folders if str(f)]:
         solution = Path(folder) / f"{exercise}.ipynb"
         if solution.exists():
@@ -268,7 +287,7 @@ def _answer_templates(exercise: str, solutions) -> dict:
     return templates
 
 
-def _free_text_cells(template) -> list:
+def _free_text_cells(template: list[NotebookNode]) -> list[tuple[int, NotebookNode]]:
     """(index, cell) of each "YOUR ANSWER HERE" Markdown cell of an exercise notebook."""
     return [
         (index, cell)
@@ -277,7 +296,7 @@ def _free_text_cells(template) -> list:
     ]
 
 
-def _free_text_titles(template) -> list:
+def _free_text_titles(template: list[NotebookNode]) -> list[str]:
     """The heading of each free-text question of an exercise notebook (the first line of the cell before it)."""
     return [
         _heading(template[index - 1].source.strip() if index else "") for index, _cell in _free_text_cells(template)
@@ -291,13 +310,15 @@ def _heading(prompt: str) -> str:
 # ------------------------------------------------------------------------------------------------------
 # running the notebook in a kernel
 # ------------------------------------------------------------------------------------------------------
-def _client_class():
+def _client_class() -> Any:  # a NotebookClient subclass; its km and kc are set once the kernel starts
     from nbclient import NotebookClient
 
     class GradingClient(NotebookClient):
         """Keeps no outputs: only each cell's errors and the first STREAM_LIMIT characters it printed."""
 
-        def output(self, outs, msg, display_id, cell_index):
+        grader_notes: dict[int, dict[str, Any]]  # {cell index: {"printed": characters, "error": "Name: value"}}
+
+        def output(self, outs: list[Any], msg: dict[str, Any], display_id: str | None, cell_index: int) -> None:
             kind, content = msg["msg_type"], msg["content"]
             notes = self.grader_notes.setdefault(cell_index, {"printed": 0, "error": None})
             if kind == "stream":
@@ -333,7 +354,7 @@ del _course_grader_preamble
 '''.replace("STREAM_LIMIT", str(STREAM_LIMIT))
 
 
-def _grader_cell(source: str):
+def _grader_cell(source: str) -> NotebookNode:
     import nbformat
 
     cell = nbformat.v4.new_code_cell(source)
@@ -341,7 +362,7 @@ def _grader_cell(source: str):
     return cell
 
 
-def _kernel_env(lang: str = "en", private: Path | None = None) -> dict:
+def _kernel_env(lang: str = "en", private: Path | None = None) -> dict[str, str]:
     """The kernel's environment: CPU only, deterministic, and the grader's language (COURSE_LANG, course_utils/i18n.py),
     so that what the notebook prints is in the language of the feedback. IPython's and matplotlib's folders are
     in `private` (the submission's own folder): not the instructor's profile, and writable in the sandbox."""
@@ -367,7 +388,7 @@ def _kernel_env(lang: str = "en", private: Path | None = None) -> dict:
 class _Stop:
     """Why the kernel can no longer run anything: status and reason."""
 
-    def __init__(self, status: str, reason: str):
+    def __init__(self, status: Literal["timeout", "kernel-died"], reason: str) -> None:
         self.status, self.reason = status, reason
 
 
@@ -384,13 +405,13 @@ class KernelRun:
     timed_out    {item number: why}: the graded calls that ran past their limit (interrupted; the rest were judged)
     """
 
-    answers: dict = field(default_factory=dict)
+    answers: dict[int, dict[str, Any]] = field(default_factory=dict)
     stop: _Stop | None = None
-    cell_errors: list = field(default_factory=list)
+    cell_errors: list[str] = field(default_factory=list)
     printed: int = 0
     running: int | None = None
-    timeouts: list = field(default_factory=list)
-    timed_out: dict = field(default_factory=dict)
+    timeouts: list[str] = field(default_factory=list)
+    timed_out: dict[int, str] = field(default_factory=dict)
 
 
 class _KernelSession:
@@ -402,13 +423,16 @@ class _KernelSession:
 
     FIRST_LEARNER_CELL = 1  # cell 0 is the grader's preamble
 
-    def __init__(self, nb, workdir: Path, iodir: Path, limits: dict, sandbox=None):
+    def __init__(
+        self, nb: NotebookNode, workdir: Path, iodir: Path, limits: dict[str, float], sandbox: Sandbox | None = None
+    ) -> None:
         self.nb = copy.deepcopy(nb)
         self.nb.cells.insert(0, _grader_cell(_PREAMBLE))
         self.workdir, self.iodir, self.limits = workdir, iodir, limits
         self.started = False  # the preamble ran: what fails from now on is the notebook's
-        self.deadline = None  # when the whole notebook must have finished (monotonic s), while its cells run
+        self.deadline: float | None = None  # when the whole notebook must have finished (monotonic s), while it runs
         self.probing = False
+        self.cell: int | None = None  # the learner's cell running now (numbered from 0), else None
         self.current = _("the kernel's start")  # what runs now, in the words of a stop's reason
         self.call_timeout = _("the kernel did not start within {seconds} s").format(seconds=STARTUP_TIMEOUT)
         self.run = KernelRun()
@@ -428,7 +452,7 @@ class _KernelSession:
         self.client.grader_notes = {}
 
     # ------------------------------------------------------------------------------------------------
-    def timeout_for(self, cell) -> int:
+    def timeout_for(self, cell: NotebookNode) -> int:
         if not self.started:
             return STARTUP_TIMEOUT
         if self.probing:
@@ -438,7 +462,7 @@ class _KernelSession:
             limit = min(limit, self.deadline - time.monotonic())
         return max(1, math.ceil(limit))
 
-    def describe_timeout(self, index) -> str:
+    def describe_timeout(self, index: int | None) -> str:
         """Why the run stopped on a time limit: the whole notebook's, cell `index`'s, or (None) the graded call's."""
         if self.deadline is not None and time.monotonic() >= self.deadline - 0.5 and index is not None:
             return _("the notebook did not finish within {seconds} s").format(seconds=self.limits["timeout"])
@@ -486,7 +510,7 @@ class _KernelSession:
         """The notebook's own cells, as "Run All" runs them; a cell that runs past its limit is interrupted."""
         from nbclient.exceptions import CellTimeoutError
 
-        self.deadline = time.monotonic() + self.limits["timeout"]
+        self.deadline = deadline = time.monotonic() + self.limits["timeout"]
         for index in range(self.FIRST_LEARNER_CELL, len(self.nb.cells)):
             self.current = _("cell {index}").format(index=index - self.FIRST_LEARNER_CELL)
             self.cell = index - self.FIRST_LEARNER_CELL
@@ -494,12 +518,12 @@ class _KernelSession:
                 await self.execute(index)
             except CellTimeoutError:
                 why = self.describe_timeout(self.cell)
-                if self.deadline - time.monotonic() < 1 or not await self.recovered():
+                if deadline - time.monotonic() < 1 or not await self.recovered():
                     raise
                 self.run.timeouts.append(why)  # interrupted: the notebook goes on, as after a cell that raised
         self.cell = None
 
-    async def graded_calls(self, items: list, seed: int) -> None:
+    async def graded_calls(self, items: list[GradedItem], seed: int) -> None:
         """The grader's set-up cell, then one cell per graded item that calls the learner's function on the
         grader's inputs (course_utils.grading.kernel) and leaves its answer in a file."""
         from nbclient.exceptions import CellTimeoutError
@@ -540,7 +564,7 @@ class _KernelSession:
                 self.run.answers[number] = _read_answer(answer_path, self.client.grader_notes.get(index))
             self.run.running = None
 
-    async def __call__(self, items: list, seed: int) -> KernelRun:
+    async def __call__(self, items: list[GradedItem], seed: int) -> KernelRun:
         """Run it all; a kernel that dies or hangs ends the run with a `stop` saying so."""
         from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
@@ -595,7 +619,15 @@ class _KernelSession:
         return self.run
 
 
-async def _run_in_kernel(nb, workdir: Path, iodir: Path, items: list, seed: int, limits: dict, sandbox=None):
+async def _run_in_kernel(
+    nb: NotebookNode,
+    workdir: Path,
+    iodir: Path,
+    items: list[GradedItem],
+    seed: int,
+    limits: dict[str, float],
+    sandbox: Sandbox | None = None,
+) -> KernelRun:
     """Execute the notebook, then each graded call (_KernelSession): a KernelRun."""
     return await _KernelSession(nb, workdir, iodir, limits, sandbox)(items, seed)
 
@@ -607,7 +639,7 @@ def _not_started(exc: BaseException) -> GraderError:
     return GraderError(N_("starting the kernel, before any of the notebook's code ran"), exc)
 
 
-def _request(kind: str, check, seed: int) -> dict:
+def _request(kind: str, check: Any, seed: int) -> dict[str, Any]:
     """The request for one graded item: its cases' arguments in the plain format (TypeError if the grader
     cannot send one: a check whose inputs are not plain data is the grader's bug)."""
     if kind == "choice":
@@ -624,7 +656,7 @@ def _request(kind: str, check, seed: int) -> dict:
     return {"kind": "function", "calls": calls, "watch": forbidden.watch(check)}
 
 
-def _forbidden_in_source(nb, items: list) -> dict:
+def _forbidden_in_source(nb: NotebookNode, items: list[GradedItem]) -> dict[int, list[str]]:
     """{item number: the forbidden calls the grader's static scan finds in that function's cells}: this
     process reads the notebook's source, which no code in the kernel can change (course_utils.checks.forbidden)."""
     from ..checks import forbidden
@@ -637,7 +669,7 @@ def _forbidden_in_source(nb, items: list) -> dict:
     }
 
 
-def _read_answer(path: Path, notes) -> dict:
+def _read_answer(path: Path, notes: dict[str, Any] | None) -> dict[str, Any]:
     """The kernel's answer file as a dict. The file is the kernel's output (the learner's code could have
     written or replaced it), so whatever is wrong with it is a "no-answer", never the grader's error."""
     error = notes["error"] if notes else None
@@ -653,16 +685,18 @@ def _read_answer(path: Path, notes) -> dict:
 
 
 # The kernels this process runs, so that a worker told to stop (SIGTERM) kills them before it exits.
-_KERNELS: set = set()
+_KERNELS: set[Any] = set()  # jupyter_client KernelManagers
+
+_T = TypeVar("_T")
 
 
-def _in_thread(coroutine):
+def _in_thread(coroutine: Coroutine[Any, Any, _T]) -> _T:
     """Run the kernel session in a thread of its own: nbclient then leaves this process's signal handling
     alone (it takes over SIGINT and SIGTERM when it runs in the main thread), so the batch's Ctrl-C and
     stop requests are ours to handle (see worker_init)."""
-    box = {}
+    box: dict[str, Any] = {}
 
-    def target():
+    def target() -> None:
         try:
             box["value"] = asyncio.run(coroutine)
         except BaseException as exc:  # re-raised in the caller
@@ -683,14 +717,15 @@ def worker_init() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # nbformat's validator imports jsonschema, which compiles an IRI grammar (rfc3987_syntax) at import:
     # about a second per worker, for a format that notebook schemas never use. Skip it.
-    sys.modules.setdefault("rfc3987_syntax", None)
+    sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]  # None in sys.modules blocks an import
 
-    def stop(signum, frame):
+    def stop(signum: int, frame: object) -> None:
         for km in list(_KERNELS):
             process = getattr(getattr(km, "provisioner", None), "process", None)
+            if process is None:
+                continue
             try:
-                if process is not None:
-                    os.killpg(process.pid, signal.SIGKILL)
+                os.killpg(process.pid, signal.SIGKILL)
             except OSError:
                 try:
                     process.kill()
@@ -722,35 +757,26 @@ class Task:
     display: str
     learner: str
     seed: int
-    config: dict = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
     sha256: str = ""
     exercise: str | None = None
     timeout: float = 300
     cell_timeout: float = 60
-    known_exercises: tuple = ()
-    solutions: tuple | str = ()
+    known_exercises: tuple[str, ...] = ()
+    solutions: Solutions = ()
     lang: str | None = None
     copy_folder: bool = False
     sandbox: bool = True
-    hidden: tuple = ()
+    hidden: tuple[str, ...] = ()
 
 
-@dataclass
-class ItemResult:
-    """One graded item of a row: its gradebook column, its points and the verdict in words."""
+class _Record:
+    """A row or an item of the gradebook (a dataclass), changed by name: `record.update(status=..., reason=...)`
+    sets known fields only, so that a misspelt name raises instead of adding an attribute no one reads."""
 
-    column: str
-    check: str = ""
-    function: str = ""
-    points: float = 0.0
-    earned: float = 0.0
-    status: str = "not-graded"
-    text: str = ""
-    forbidden: list = field(default_factory=list)  # the forbidden calls found (checks/forbidden.py)
-    review: list = field(default_factory=list)  # why a person should look (checks/core.py REVIEW_REASONS' codes)
-    unlisted: list = field(default_factory=list)  # the ops outside the task's allowlist (checks/allowed.py)
+    __dataclass_fields__: ClassVar[dict[str, Any]]
 
-    def update(self, **values) -> None:
+    def update(self, **values: Any) -> None:
         for name, value in values.items():
             if name not in self.__dataclass_fields__:
                 raise AttributeError(name)
@@ -758,7 +784,23 @@ class ItemResult:
 
 
 @dataclass
-class Result:
+class ItemResult(_Record):
+    """One graded item of a row: its gradebook column, its points and the verdict in words."""
+
+    column: str
+    check: str = ""
+    function: str = ""
+    points: float = 0.0
+    earned: float = 0.0
+    status: ItemStatus = "not-graded"
+    text: str = ""
+    forbidden: list[str] = field(default_factory=list)  # the forbidden calls found (checks/forbidden.py)
+    review: list[str] = field(default_factory=list)  # why a person should look (checks/core.py REVIEW_REASONS' codes)
+    unlisted: list[str] = field(default_factory=list)  # the ops outside the task's allowlist (checks/allowed.py)
+
+
+@dataclass
+class Result(_Record):
     """One row of the gradebook: a submission, its status and reason, its items and points. A new one has no
     exercise, no items, no points: grade_submission fills it in, and the batch uses it as it is for a row with no
     grading. The resume state keeps it as JSON (`to_json`, `from_json`)."""
@@ -766,28 +808,26 @@ class Result:
     path: str
     learner: str
     seed: int = 0
-    config: dict = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
     exercise: str = ""
-    status: str = ""
+    status: RowStatus = ""
     reason: str = ""
     sha256: str = ""
-    items: list = field(default_factory=list)  # ItemResult, one per graded item
+    items: list[ItemResult] = field(default_factory=list)  # one per graded item
     total: float = 0.0
     max: float = 0.0
-    free_text: list = field(default_factory=list)  # {"prompt", "answer"} per free-text question
-    cell_errors: list = field(default_factory=list)
+    free_text: list[dict[str, str]] = field(default_factory=list)  # {"prompt", "answer"} per free-text question
+    cell_errors: list[str] = field(default_factory=list)
     identified_by: str = ""
-    review_notes: list = field(default_factory=list)  # "solution-markers": the answer key's markers are in it
+    review_notes: list[str] = field(default_factory=list)  # "solution-markers": the answer key's markers are in it
     seconds: float = 0.0
     traceback: str = ""  # a grader-error's, for the instructor's report
 
-    update = ItemResult.update  # result.update(status=..., reason=...): known fields only
-
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict) -> Result:
+    def from_json(cls, data: dict[str, Any]) -> Result:
         """A row from the resume state (a field it does not know is left out; one it lacks gets its default)."""
         values = {k: v for k, v in data.items() if k in cls.__dataclass_fields__ and k != "items"}
         items = [
@@ -815,7 +855,7 @@ def grade_submission(task: Task) -> Result:
 def mark_grader_error(result: Result, exc: BaseException, step: str = N_("grading it")) -> None:
     """Turn `result` into a grader-error row: no points, no verdicts, and the traceback for the report.
     `step` (an N_() message) says what the grader was doing, in the grading language."""
-    fields = {}
+    fields: dict[str, object] = {}
     if isinstance(exc, GraderError):
         step, fields, exc = exc.step, exc.fields, exc.cause
     result.update(
@@ -934,7 +974,7 @@ def _grade_into(result: Result, path: Path, task: Task) -> None:
         result.reason = "; ".join(notes) or _("all checks passed")
 
 
-def _has_solution_markers(nb) -> bool:
+def _has_solution_markers(nb: NotebookNode) -> bool:
     """True when a cell holds the answer key's `### BEGIN SOLUTION` / `### END SOLUTION` lines, which the
     exercise generator removes from every notebook handed out (course_utils.exercises)."""
     from ..exercises import BEGIN, END

@@ -28,7 +28,12 @@ import shutil
 import site
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from jupyter_client.manager import AsyncKernelManager
 
 COURSE_ROOT = Path(__file__).resolve().parents[2]
 EMPTIED = ("/tmp", "/run", "/var/run", "/dev/shm")  # sockets live here: a read-only socket still connects
@@ -79,7 +84,7 @@ class Sandbox:
     `hidden` the grader's files and folders that it must not see (those that do not exist yet are not
     writable in it anyway)."""
 
-    def __init__(self, writable: Path, hidden=()):
+    def __init__(self, writable: Path, hidden: Iterable[str | Path] = ()) -> None:
         self.writable = Path(os.path.realpath(writable))
         self.hidden = [Path(os.path.realpath(p)) for p in hidden]
 
@@ -113,17 +118,18 @@ class Sandbox:
         return args
 
 
-def kernel_manager(sandbox: Sandbox | None, io_folder: Path, **kwargs):
+def kernel_manager(sandbox: Sandbox | None, io_folder: Path, **kwargs: Any) -> AsyncKernelManager:
     """A Jupyter kernel manager that starts the kernel inside `sandbox` (None: as a plain process, over TCP)."""
     from jupyter_client.manager import AsyncKernelManager
 
     if sandbox is None:
         return AsyncKernelManager(**kwargs)
+    prefix = sandbox.prefix  # bwrap's arguments, made when the kernel starts
 
     class SandboxedKernelManager(AsyncKernelManager):
-        def format_kernel_cmd(self, extra_arguments=None):
+        def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
             command = super().format_kernel_cmd(extra_arguments)
-            return [shutil.which("bwrap") or "bwrap", *sandbox.prefix()[1:], *command]
+            return [shutil.which("bwrap") or "bwrap", *prefix()[1:], *command]
 
     return SandboxedKernelManager(
         transport="ipc", ip=str(io_folder / "kernel"), connection_file=str(io_folder / "kernel.json"), **kwargs
