@@ -388,7 +388,8 @@ def do_the_exercise(learner: Learner, index: int) -> None:
     nb.open()
     nb.command("Edit", "editmenu:clear-all")  # the stored prompts ([1]: ...) would hide a cell's run
     nb.wait_for(lambda s: all(p in ("[ ]:", "") for p in s["prompts"]), 30, "the outputs to clear")
-    run_cell(nb, 0)  # the imports
+    run_cell(nb, 0)  # the first cell: course_utils is installed on the hub, so it does nothing
+    run_cell(nb, 1)  # the imports
     run_cell(nb, index)  # the task's stub, as it came: it raises NotImplementedError when called
     learner.seen["blank check"] = run_cell(nb, index + 1).strip()
     nb.replace_code(index, learner.answer)

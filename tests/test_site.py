@@ -297,7 +297,14 @@ def visit(context, url: str, settle_ms: int = 0) -> tuple[object, list]:
     problems = []
     page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
     page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
-    page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url}"))
+    # a request the page cancels (a font still loading when the test closes the page or follows a link) is not a
+    # failure; a refused or missing one is (the route aborts with ERR_FAILED, a missing file answers 404)
+    page.on(
+        "requestfailed",
+        lambda r: (
+            problems.append(f"request failed: {r.url} ({r.failure})") if r.failure != "net::ERR_ABORTED" else None
+        ),
+    )
     page.on("response", lambda r: problems.append(f"{r.status}: {r.url}") if r.status >= 400 else None)
     page.goto(url, wait_until="load")
     if settle_ms:
