@@ -145,7 +145,7 @@ class Block(nn.Module):
         if cfg.placement == "peri":
             self.norm1_out, self.norm2_out = make_norm(cfg), make_norm(cfg)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x):
         if self.placement == "pre":
             x = x + self.attn(self.norm1(x))
             x = x + self.mlp(self.norm2(x))
