@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 import torch
 import torch.nn.functional as F
@@ -41,6 +42,15 @@ from .attention import CausalSelfAttention, softcap
 __all__ = ["GPTConfig", "TinyGPT", "Block", "MLP", "make_norm", "norm_eps_of", "lm_loss", "parameter_count"]
 
 
+# The values each switch of GPTConfig takes (the type checker reads them, and __post_init__ checks them at run time)
+Norm = Literal["layernorm", "rmsnorm", "dyt"]
+Placement = Literal["pre", "post", "peri", "reordered"]
+QKNorm = Literal["head", "full"]
+NormImpl = Literal["torch", "course"]
+Gain = Literal["w", "1+w"]
+EmbedScale = Literal["sqrt_d", "l2", "unit_rms"]
+
+
 @dataclass
 class GPTConfig:
     vocab_size: int = 64
@@ -48,29 +58,29 @@ class GPTConfig:
     n_layer: int = 2
     n_head: int = 4
     d_model: int = 64
-    norm: str = "layernorm"  # "layernorm" | "rmsnorm" | "dyt" (Dynamic Tanh, no statistics)
-    placement: str = "pre"  # "pre" | "post" | "peri" (Gemma 2/3) | "reordered" (OLMo 2)
-    qk_norm: str | None = None  # None | "head" | "full"
+    norm: Norm = "layernorm"  # "layernorm" | "rmsnorm" | "dyt" (Dynamic Tanh, no statistics)
+    placement: Placement = "pre"  # "pre" | "post" | "peri" (Gemma 2/3) | "reordered" (OLMo 2)
+    qk_norm: QKNorm | None = None  # None | "head" | "full"
     attn_softcap: float | None = None  # Gemma 2 uses 50.0
     logit_softcap: float | None = None  # Gemma 2 uses 30.0
     n_kv_head: int | None = None  # None: as many key/value heads as query heads
     rope: bool = True
     mlp_ratio: int = 4
-    norm_impl: str = "torch"  # "torch" (nn.LayerNorm / nn.RMSNorm) or "course" (course_utils.norms, readable)
+    norm_impl: NormImpl = "torch"  # "torch" (nn.LayerNorm / nn.RMSNorm) or "course" (course_utils.norms, readable)
     init_std: float = 0.02
-    gain: str = "w"  # "w" | "1+w" (Gemma 2 and 3: RMSNorm gains stored as w, applied as 1 + w)
-    embed_scale: str | None = None  # None | "sqrt_d" (Gemma: times sqrt(d_model)) | "l2" | "unit_rms" (see above)
+    gain: Gain = "w"  # "w" | "1+w" (Gemma 2 and 3: RMSNorm gains stored as w, applied as 1 + w)
+    embed_scale: EmbedScale | None = None  # "sqrt_d" (Gemma: times sqrt(d_model)), "l2", "unit_rms" (see above)
     dyt_alpha: float = 0.5  # DyT's initial alpha (the official code's default)
     norm_eps: float | None = None  # every norm's eps; None: LayerNorm's usual 1e-5, RMSNorm's 1e-6
 
     def __post_init__(self):
         choices = {
-            "norm": ("layernorm", "rmsnorm", "dyt"),
-            "placement": ("pre", "post", "peri", "reordered"),
-            "qk_norm": (None, "head", "full"),
-            "norm_impl": ("torch", "course"),
-            "gain": ("w", "1+w"),
-            "embed_scale": (None, "sqrt_d", "l2", "unit_rms"),
+            "norm": get_args(Norm),
+            "placement": get_args(Placement),
+            "qk_norm": (None, *get_args(QKNorm)),
+            "norm_impl": get_args(NormImpl),
+            "gain": get_args(Gain),
+            "embed_scale": (None, *get_args(EmbedScale)),
         }
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:

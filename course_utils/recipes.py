@@ -33,7 +33,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
-from .model import GPTConfig
+from .model import EmbedScale, Gain, GPTConfig, Norm, Placement, QKNorm
 
 __all__ = [
     "ModelSwitches",
@@ -54,13 +54,13 @@ class ModelSwitches(TypedDict, total=False):
     """The GPTConfig fields a recipe may set: how the model normalizes, never its size (model.GPTConfig explains
     each value)."""
 
-    norm: str  # "layernorm" | "rmsnorm" | "dyt"
-    gain: str  # "w" | "1+w"
-    placement: str  # "pre" | "post" | "peri" | "reordered"
-    qk_norm: str | None  # None | "head" | "full"
+    norm: Norm
+    gain: Gain
+    placement: Placement
+    qk_norm: QKNorm | None
     attn_softcap: float | None
     logit_softcap: float | None
-    embed_scale: str | None  # None | "sqrt_d" | "l2" | "unit_rms"
+    embed_scale: EmbedScale | None
     norm_eps: float | None
 
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import html
 import math
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from .claims import Comparison, at_most, more
 from .display import Table
@@ -43,6 +43,7 @@ _DEFINITION = N_(
     "l0; degraded: finite and below l0 but more than {margin} nats above the sweep's best final loss"
 )
 DIVERGED_DEFINITION = _DEFINITION.format(margin=DEGRADED_MARGIN)  # English; shown in the current language
+RunStatus = Literal["ok", "degraded", "diverged"]
 STATUS_MARK = {"ok": N_("✓ ok"), "degraded": N_("✗ degraded"), "diverged": N_("✗ diverged")}  # _() where shown
 
 
@@ -57,19 +58,19 @@ class RunRecord:
     max_attn_logit: float  # the largest |q·k|/sqrt(d_head) seen at any probe step (before any softcap)
     diverged: bool
     diverged_at: int | None = None  # the step whose loss was not finite, if any
-    status: str = "ok"  # "ok" | "degraded" | "diverged" (see the module's docstring)
+    status: RunStatus = "ok"  # see the module's docstring
     excess: float = math.nan  # final loss minus the sweep's best (inf when diverged): "ok" when <= DEGRADED_MARGIN
-    losses: list = field(default_factory=list)  # training loss per step (finite steps only)
-    probe_steps: list = field(default_factory=list)
-    max_logit: list = field(default_factory=list)  # per probe step: max over layers and heads
-    entropy: list = field(default_factory=list)  # per probe step: mean over layers, heads and rows (nats)
+    losses: list[float] = field(default_factory=list)  # training loss per step (finite steps only)
+    probe_steps: list[int] = field(default_factory=list)
+    max_logit: list[float] = field(default_factory=list)  # per probe step: max over layers and heads
+    entropy: list[float] = field(default_factory=list)  # per probe step: mean over layers, heads and rows (nats)
     # per-head QK-Norm only (empty otherwise), per probe step, read with the weights that step's forward used:
-    gain_q: list = field(default_factory=list)  # max over layers of max|g_q|
-    gain_k: list = field(default_factory=list)  # max over layers of max|g_k|
-    qk_bound: list = field(default_factory=list)  # max over layers of sqrt(d_head) * max|g_q| * max|g_k|
+    gain_q: list[float] = field(default_factory=list)  # max over layers of max|g_q|
+    gain_k: list[float] = field(default_factory=list)  # max over layers of max|g_k|
+    qk_bound: list[float] = field(default_factory=list)  # max over layers of sqrt(d_head) * max|g_q| * max|g_k|
     # Rybakov et al. 2024: per probe step, the RMS of each linear layer's output (max over blocks) for
     # "QKV" (q, k and v projections together), "Proj" (attention output), "FC1" and "FC2" (the MLP's two layers)
-    output_rms: dict = field(default_factory=dict)
+    output_rms: dict[str, list[float]] = field(default_factory=dict)
     tokens: int = 0  # tokens trained on
     seconds: float = 0.0  # wall time of the run (varies by machine: never printed in a stored output)
 

@@ -62,7 +62,7 @@ class TrainConfig:
     block_size: int = 64
     lr: float = 3e-3
     warmup: int = 30  # linear warmup from lr/warmup to lr over this many steps; 0 = none
-    betas: tuple = (0.9, 0.95)
+    betas: tuple[float, float] = (0.9, 0.95)
     weight_decay: float = 0.0
     grad_clip: float | None = None
     seed: int = 0  # the batches' order
@@ -77,11 +77,11 @@ class History:
     """What one training run recorded."""
 
     label: str
-    losses: list = field(default_factory=list)  # one per step, while finite
-    lrs: list = field(default_factory=list)
-    probe_steps: list = field(default_factory=list)
-    max_logit: list = field(default_factory=list)  # per probe step: max over layers and heads
-    entropy: list = field(default_factory=list)  # per probe step: mean over layers and heads (nats)
+    losses: list[float] = field(default_factory=list)  # one per step, while finite
+    lrs: list[float] = field(default_factory=list)
+    probe_steps: list[int] = field(default_factory=list)
+    max_logit: list[float] = field(default_factory=list)  # per probe step: max over layers and heads
+    entropy: list[float] = field(default_factory=list)  # per probe step: mean over layers and heads (nats)
     diverged: bool = False
     diverged_at: int | None = None
 

@@ -37,8 +37,8 @@ LIBRARIES = ("numpy", "scipy", "statistics", "math")  # the Python libraries who
 class Allowed:
     """The ATen ops (besides the elementwise ones) and the library functions a task's function may use."""
 
-    ops: frozenset
-    library: tuple = ()
+    ops: frozenset[str]
+    library: tuple[str, ...] = ()
 
     def __add__(self, other: Allowed) -> Allowed:
         return Allowed(self.ops | other.ops, self.library + other.library)

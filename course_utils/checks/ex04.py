@@ -26,7 +26,7 @@ import math
 import torch
 
 from ..i18n import N_
-from ..model import Block, GPTConfig, TinyGPT, lm_loss
+from ..model import Block, GPTConfig, Norm, Placement, TinyGPT, lm_loss
 from ..probes import gradient_profile
 from .core import Case, CheckReport, FunctionCheck, Message
 from .forbidden import Forbidden
@@ -59,7 +59,7 @@ N_HEAD = 4
 # ----------------------------------------------------------------------------------------------------
 # the given sub-layers: a Block rebuilt from a dict of its weights
 # ----------------------------------------------------------------------------------------------------
-def _config_of(params: dict, placement: str = "pre", n_layer: int = 1, vocab_size: int = 64) -> GPTConfig:
+def _config_of(params: dict, placement: Placement = "pre", n_layer: int = 1, vocab_size: int = 64) -> GPTConfig:
     prefix = next(k for k in params if k.endswith("norm1.weight")).removesuffix("norm1.weight")
     d = params[prefix + "norm1.weight"].shape[0]
     layernorm = (prefix + "norm1.bias") in params
@@ -82,14 +82,14 @@ def _untouched_rng():
 
 
 @functools.lru_cache(maxsize=16)
-def _block_template(d_model: int, norm_kind: str, placement: str, dtype: torch.dtype) -> Block:
+def _block_template(d_model: int, norm_kind: Norm, placement: Placement, dtype: torch.dtype) -> Block:
     """One Block per shape: its weights are never used, each call supplies its own (torch.func.functional_call)."""
     cfg = GPTConfig(block_size=256, n_head=N_HEAD, d_model=d_model, norm=norm_kind, placement=placement)
     with _untouched_rng():
         return Block(cfg).to(dtype).requires_grad_(False)
 
 
-def _run_part(params: dict, part: str | None, x: torch.Tensor, placement: str = "pre") -> torch.Tensor:
+def _run_part(params: dict, part: str | None, x: torch.Tensor, placement: Placement = "pre") -> torch.Tensor:
     """Block part `part` ('norm1', 'attn', 'mlp', ...; None: the whole block) applied to x with the weights in
     params. As strict as load_state_dict: the part's weights must all be there, and nothing else."""
     cfg = _config_of(params, placement)
@@ -103,7 +103,7 @@ def _run_part(params: dict, part: str | None, x: torch.Tensor, placement: str = 
     return torch.func.functional_call(module, params, (x,))
 
 
-def block_from_params(params: dict, placement: str = "pre") -> Block:
+def block_from_params(params: dict, placement: Placement = "pre") -> Block:
     """A reference Block holding `params` (a Block's state_dict), in float64 when the weights are."""
     with _untouched_rng():
         block = Block(_config_of(params, placement))
@@ -130,7 +130,7 @@ def mlp(x: torch.Tensor, params: dict) -> torch.Tensor:
     return _run_part(params, "mlp", x)
 
 
-def model_from_state(state: dict, placement: str) -> TinyGPT:
+def model_from_state(state: dict, placement: Placement) -> TinyGPT:
     """The TinyGPT holding `state` (a TinyGPT state_dict), built with the given placement."""
     n_layer = 1 + max(int(k.split(".")[1]) for k in state if k.startswith("blocks."))
     vocab = state["embed.weight"].shape[0]
@@ -142,7 +142,7 @@ def model_from_state(state: dict, placement: str) -> TinyGPT:
 
 
 @functools.lru_cache(maxsize=16)
-def _model_shapes(placement: str, n_layer: int) -> dict:
+def _model_shapes(placement: Placement, n_layer: int) -> dict:
     cfg = GPTConfig(vocab_size=64, block_size=64, n_layer=n_layer, n_head=N_HEAD, d_model=32, placement=placement)
     with _untouched_rng():
         return {k: v.shape for k, v in TinyGPT(cfg).state_dict().items()}
@@ -160,7 +160,7 @@ def _draw(shapes: dict, g: torch.Generator, weight) -> dict:
     return params
 
 
-def example_block(norm_kind: str = "layernorm", d_model: int = 32, seed: int = 0) -> dict:
+def example_block(norm_kind: Norm = "layernorm", d_model: int = 32, seed: int = 0) -> dict:
     """The weights of a Block with shaken norm gains and biases (as the checks use), as a dict of tensors.
 
     The weight matrices are drawn as nn.Linear draws them (uniform within ±1/sqrt(fan_in)), from a generator of
@@ -174,7 +174,7 @@ def example_block(norm_kind: str = "layernorm", d_model: int = 32, seed: int = 0
     return params
 
 
-def example_model(placement: str, n_layer: int = 4, seed: int = 0) -> dict:
+def example_model(placement: Placement, n_layer: int = 4, seed: int = 0) -> dict:
     """The weights of a small TinyGPT (vocabulary 64, width 32), as a dict of tensors: every weight matrix and the
     embedding drawn from normal(0, 0.1) (TinyGPT's kind of init, at a scale between GPT-2's 0.02 and 1/sqrt(32)),
     the norms' gains 1 and biases 0, from a generator of their own seeded with `seed`.
@@ -206,7 +206,7 @@ def _block_ref(placement):
 
 def _block_cases(placement):
     def make(g: torch.Generator) -> list:
-        specs = [
+        specs: list[tuple[str, Norm, tuple[int, int], float]] = [
             (N_("LayerNorm block, 2×8 tokens of width 32"), "layernorm", (2, 8), 1.0),
             (N_("RMSNorm block, 3×5 tokens of width 32"), "rmsnorm", (3, 5), 1.0),
             (N_("LayerNorm block, a large residual stream (scale 10)"), "layernorm", (2, 6), 10.0),
@@ -384,7 +384,7 @@ def _grad_norms_ref(state, placement, idx, targets, part=None):
 
 
 def _grad_cases(g: torch.Generator) -> list:
-    specs = [
+    specs: list[tuple[str, Placement, int, tuple[int, int]]] = [
         (N_("Pre-LN, 4 blocks"), "pre", 4, (4, 16)),
         (N_("Post-LN, 4 blocks"), "post", 4, (4, 16)),
         (N_("Peri-LN (a norm before and after each sub-layer), 3 blocks"), "peri", 3, (2, 24)),
