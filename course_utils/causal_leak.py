@@ -37,6 +37,7 @@ from . import norms
 from .env import torch_threads
 from .i18n import _
 from .model import GPTConfig, TinyGPT, lm_loss
+from .palette import BLUE, GREEN, PURPLE, VERMILLION
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -238,10 +239,10 @@ def draw_influence(matrices: dict[str, torch.Tensor], title: str | None = None) 
         for i in range(T):
             for j in range(T):
                 if j > i:
-                    ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="#0072B2", lw=1.2))
+                    ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor=BLUE, lw=1.2))
                     value = m[i, j].item()
                     text = "0" if value == 0 else f"{value:.2f}"  # an exact zero, or the size of the leak
-                    ax.text(j, i, text, ha="center", va="center", fontsize=10, color="#0072B2")
+                    ax.text(j, i, text, ha="center", va="center", fontsize=10, color=BLUE)
         ax.set_title(label)
         ax.set_xticks(range(T))
         ax.set_yticks(range(T))
@@ -260,10 +261,10 @@ def draw_position_loss(curves: dict[str, Any], vocab_size: int, title: str | Non
 
     fig, ax = plt.subplots(figsize=(10, 5))
     styles: dict[int, dict[str, Any]] = {
-        0: dict(color="#0072B2", marker="s"),
-        1: dict(color="#D55E00", marker="o"),
-        2: dict(color="#009E73", marker="^", ls="--"),
-        3: dict(color="#CC79A7", marker="v", ls=":"),
+        0: dict(color=BLUE, marker="s"),
+        1: dict(color=VERMILLION, marker="o"),
+        2: dict(color=GREEN, marker="^", ls="--"),
+        3: dict(color=PURPLE, marker="v", ls=":"),
     }
     for k, (label, values) in enumerate(curves.items()):
         ax.plot(range(len(values)), values.tolist(), lw=2.2, ms=8, label=label, **styles[k % len(styles)])

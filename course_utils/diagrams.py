@@ -33,6 +33,7 @@ import numpy as np
 import torch
 
 from .i18n import N_, _
+from .palette import BLUE, DARK_GREY, GREEN, ORANGE, PURPLE, VERMILLION
 
 if TYPE_CHECKING:
     import ipywidgets
@@ -62,12 +63,12 @@ __all__ = [
 # reduction axes of each norm for a (batch, tokens, features) tensor, and for a (samples, features) table
 NORM_AXES = {"LayerNorm": (2,), "RMSNorm": (2,), "BatchNorm": (0, 1), "InstanceNorm": (1,)}
 NORM_AXES_2D = {"LayerNorm": (1,), "RMSNorm": (1,), "BatchNorm": (0,)}
-NORM_COLORS = {"LayerNorm": "#0072B2", "RMSNorm": "#009E73", "BatchNorm": "#D55E00", "InstanceNorm": "#CC79A7"}
+NORM_COLORS = {"LayerNorm": BLUE, "RMSNorm": GREEN, "BatchNorm": VERMILLION, "InstanceNorm": PURPLE}
 AXIS_NAMES = (N_("batch"), N_("tokens"), N_("features"))  # translated where they are drawn (_describe_dims)
 AXIS_NAMES_2D = (N_("samples"), N_("features"))
 
-PLAIN_FACE = "#F2F2F2"
-EDGE = "#555555"
+PLAIN_FACE = "#F2F2F2"  # near-white grey, not an Okabe-Ito colour: cells outside the group stay in the background
+EDGE = DARK_GREY
 FONT = 15  # readable from the back of a room at the figure sizes used here
 
 
@@ -135,7 +136,7 @@ def _legend(ax, color, label, loc="upper left", anchor=(1.0, 1.0)):
     ax.legend(handles=handles, loc=loc, bbox_to_anchor=anchor, fontsize=FONT - 2, frameon=True)
 
 
-def _draw_table(ax, mask, values=None, row_labels=None, col_labels=None, color="#0072B2", separators=(), index_of=None):
+def _draw_table(ax, mask, values=None, row_labels=None, col_labels=None, color=BLUE, separators=(), index_of=None):
     """Cells as rectangles (row 0 at the top). mask: 2-d bool. index_of(r, c) gives the gid's index."""
     from matplotlib.patches import Rectangle
 
@@ -279,7 +280,7 @@ def _describe_dims(dims, names) -> str:
 
 
 def draw_norm_axes(
-    reduce_dims, shape=(3, 4, 6), index=None, ax=None, color="#0072B2", label=None, title=None, values=None, legend=True
+    reduce_dims, shape=(3, 4, 6), index=None, ax=None, color=BLUE, label=None, title=None, values=None, legend=True
 ) -> Axes:
     """Draw which elements share element `index`'s statistics when a norm reduces over `reduce_dims`.
 
@@ -567,7 +568,7 @@ def explorer_alt(x, norm="BatchNorm", sample=0, token=1, feature=2) -> str:
 # ----------------------------------------------------------------------------------------------------
 # the plots of the chapter's measurements
 # ----------------------------------------------------------------------------------------------------
-_LINE_COLORS = ("#0072B2", "#D55E00", "#009E73", "#E69F00")  # Okabe-Ito
+_LINE_COLORS = (BLUE, VERMILLION, GREEN, ORANGE)
 _HATCHES = (None, "//", "xx", "..")
 
 

@@ -18,6 +18,7 @@ import unicodedata
 import torch
 
 from .i18n import _
+from .palette import GREEN, VERMILLION
 
 __all__ = ["cmp", "show_source", "text_width", "pad", "text_table", "Table"]
 
@@ -91,7 +92,7 @@ class Table:
         head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
 
         def cell(value: str) -> str:
-            colour = "#009E73" if value.startswith("✓") else "#D55E00" if value.startswith("✗") else None
+            colour = GREEN if value.startswith("✓") else VERMILLION if value.startswith("✗") else None
             style = f" style='color:{colour};font-weight:bold'" if colour else ""
             return f"<td{style}>{html.escape(str(value))}</td>"
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from .i18n import N_, _
 from .model import GPTConfig
+from .palette import BLUE, ORANGE, SKY_BLUE
 from .placement_diagram import NORM, block_layouts
 from .recipes import RECIPES, TrainSwitches
 
@@ -125,8 +126,10 @@ def describe_recipes(names: Iterable[str] | None = None) -> str:
     )
 
 
-_COLOURS = {"norm": "#E69F00", "sub": "#56B4E9", "io": "#DDDDDD"}
-_STREAM = "#0072B2"
+# the fills of the placement diagram (chapter 04), so that a card reads like it; the embedding and the LM head
+# are a light grey (not an Okabe-Ito colour): they frame the card and draw no attention
+_COLOURS = {"norm": ORANGE, "sub": SKY_BLUE, "io": "#DDDDDD"}
+_STREAM = BLUE
 
 
 def draw_recipe_cards(names: Iterable[str] | None = None) -> Figure:

@@ -32,6 +32,7 @@ from .env import torch_threads
 from .experiments import build_run, cpu_run, resolve_preset
 from .i18n import _
 from .model import TinyGPT
+from .palette import BLACK, BLUE, GREEN, ORANGE, PURPLE, SKY_BLUE, VERMILLION
 from .pool import parallel_map
 from .training import evaluate, train
 
@@ -52,20 +53,20 @@ __all__ = [
 ]
 
 COLORS = {
-    "gpt2": "#D55E00",
-    "baseline": "#D55E00",
-    "llama3": "#E69F00",
-    "qwen3": "#0072B2",
-    "gemma2": "#CC79A7",
-    "gemma3": "#009E73",
-    "olmo2": "#56B4E9",
-    "dyt": "#000000",
-    "z_loss": "#999999",
-    "qk_norm": "#0072B2",
-    "late_qk_norm": "#009E73",
-    "embed_l2": "#0072B2",
-    "embed_sqrt_d": "#009E73",
-    "embed_unit_rms": "#CC79A7",
+    "gpt2": VERMILLION,
+    "baseline": VERMILLION,
+    "llama3": ORANGE,
+    "qwen3": BLUE,
+    "gemma2": PURPLE,
+    "gemma3": GREEN,
+    "olmo2": SKY_BLUE,
+    "dyt": BLACK,
+    "z_loss": "#999999",  # mid grey, not Okabe-Ito: the 7 that show on white are taken above
+    "qk_norm": BLUE,
+    "late_qk_norm": GREEN,
+    "embed_l2": BLUE,
+    "embed_sqrt_d": GREEN,
+    "embed_unit_rms": PURPLE,
 }
 _DASHED = {"dyt", "z_loss", "llama3", "gemma2"}  # lines that would hide another one drawn on top
 LAYER_KINDS = ("QKV", "Proj", "FC1", "FC2")

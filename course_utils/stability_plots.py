@@ -27,6 +27,7 @@ import torch
 
 from .attention import attention_entropy, qk_norm_bound, softcap
 from .i18n import N_, _
+from .palette import BLUE, GREEN, PURPLE, VERMILLION
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -44,7 +45,7 @@ __all__ = [
     "max_logit_curves",
 ]
 
-VARIANT_COLORS = {"baseline": "#D55E00", "qk_norm": "#0072B2", "softcap": "#CC79A7", "qk_norm+softcap": "#009E73"}
+VARIANT_COLORS = {"baseline": VERMILLION, "qk_norm": BLUE, "softcap": PURPLE, "qk_norm+softcap": GREEN}
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -57,13 +58,13 @@ def saturation(scales, entropy, top_weight, n_keys: int) -> Figure:
     uniform (entropy ln n), above it one key takes almost everything (entropy 0, largest weight 1).
     """
     fig, ax = plt.subplots(figsize=(7.5, 3.8))
-    ax.semilogx(scales, entropy, color="#0072B2", lw=2.5, label=_("entropy of the weights (left axis)"))
-    ax.axhline(math.log(n_keys), color="#0072B2", ls=":", lw=1.2, label=_("ln {n}: uniform attention").format(n=n_keys))
+    ax.semilogx(scales, entropy, color=BLUE, lw=2.5, label=_("entropy of the weights (left axis)"))
+    ax.axhline(math.log(n_keys), color=BLUE, ls=":", lw=1.2, label=_("ln {n}: uniform attention").format(n=n_keys))
     ax.set_xlabel(_("logit scale (standard deviation of the logits)"))
     ax.set_ylabel(_("entropy (nats)"))
     ax.set_ylim(-0.1, 4.6)
     right = ax.twinx()
-    right.semilogx(scales, top_weight, color="#D55E00", lw=2, ls="--", label=_("largest weight (right axis)"))
+    right.semilogx(scales, top_weight, color=VERMILLION, lw=2, ls="--", label=_("largest weight (right axis)"))
     right.set_ylabel(_("largest attention weight"))
     right.set_ylim(0, 1.05)
     lines = ax.get_lines() + right.get_lines()
@@ -79,7 +80,7 @@ def attention_weights(base_logits: torch.Tensor, log_scale: float) -> Figure:
     p = torch.softmax(10**log_scale * base_logits, dim=-1)
     n_keys = p.numel()
     fig, ax = plt.subplots(figsize=(7.5, 2.8))
-    ax.bar(range(n_keys), p.tolist(), color="#0072B2")
+    ax.bar(range(n_keys), p.tolist(), color=BLUE)
     ax.set_xlabel(_("key index"))
     ax.set_ylabel(_("attention weight"))
     ax.set_ylim(0, 1)
@@ -103,7 +104,7 @@ def softcap_curves(taus: tuple[tuple[float, str], ...] = _CAPS, limit: float = 1
     s = torch.linspace(-limit, limit, 601)
     fig, ax = plt.subplots(figsize=(7.5, 3.9))
     ax.plot(s, s, color="black", lw=1, ls=":", label=_("raw logit (no cap)"))
-    for (tau, name), color, style in zip(taus, ("#0072B2", "#D55E00"), ("-", "--")):
+    for (tau, name), color, style in zip(taus, (BLUE, VERMILLION), ("-", "--")):
         ax.plot(
             s,
             softcap(s, tau),
@@ -150,7 +151,7 @@ def plot_final_losses(ax: Axes, result, style, margin: float = 0.5) -> tuple[flo
     ax.axhspan(
         best,
         best + margin,
-        color="#009E73",
+        color=GREEN,
         alpha=0.12,
         label=_("within {margin:g} nats of the best: ok").format(margin=margin),
     )

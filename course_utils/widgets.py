@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from .i18n import _
+from .palette import BLUE, GREEN, ORANGE, VERMILLION
 
 if TYPE_CHECKING:
     import ipywidgets
@@ -115,12 +116,12 @@ def draw_layer_norm(values: Sequence[float], gamma: float = 1.0, beta: float = 0
     std = math.sqrt(var)
     labels = [f"x{i + 1}" for i in range(len(values))]
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
-    a.bar(labels, x.tolist(), color="#0072B2", zorder=2)
-    a.axhline(mean, color="#D55E00", lw=2, zorder=3, label=_("mean μ = {mean:.3f}").format(mean=mean))
-    a.axhspan(mean - std, mean + std, color="#D55E00", alpha=0.2, zorder=1, label=f"μ ± σ (σ = {std:.3f})")
+    a.bar(labels, x.tolist(), color=BLUE, zorder=2)
+    a.axhline(mean, color=VERMILLION, lw=2, zorder=3, label=_("mean μ = {mean:.3f}").format(mean=mean))
+    a.axhspan(mean - std, mean + std, color=VERMILLION, alpha=0.2, zorder=1, label=f"μ ± σ (σ = {std:.3f})")
     a.set_title(_("input x"))
-    b.bar(labels, y.tolist(), color="#009E73", zorder=2)
-    b.axhline(beta, color="#D55E00", lw=2, label=_("β = {beta:.2f} (the new mean)").format(beta=beta))
+    b.bar(labels, y.tolist(), color=GREEN, zorder=2)
+    b.axhline(beta, color=VERMILLION, lw=2, label=_("β = {beta:.2f} (the new mean)").format(beta=beta))
     b.set_title(f"γ·LayerNorm(x) + β   (γ = {gamma:.2f}, ε = {eps:.0e})")
     for ax in (a, b):
         _bar_axes(ax)
@@ -238,17 +239,17 @@ def draw_rms_norm(values: Sequence[float], shift: float = 0.0, gain: float = 1.0
     labels = [f"x{i + 1}" for i in range(n)]
     pos = list(range(n))
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4.2))
-    a.bar(labels, x.tolist(), color="#0072B2", zorder=2)
-    a.axhline(rms, color="#E69F00", lw=2, ls="--", zorder=3, label=f"RMS = {rms:.3f}")
-    a.axhline(mean, color="#D55E00", lw=1.5, zorder=3, label=_("mean = {mean:.3f}").format(mean=mean))
+    a.bar(labels, x.tolist(), color=BLUE, zorder=2)
+    a.axhline(rms, color=ORANGE, lw=2, ls="--", zorder=3, label=f"RMS = {rms:.3f}")
+    a.axhline(mean, color=VERMILLION, lw=1.5, zorder=3, label=_("mean = {mean:.3f}").format(mean=mean))
     a.set_title(_("input x + c   (c = {shift:+.1f})").format(shift=shift))
     width = 0.38
-    b.bar([p - width / 2 for p in pos], rms_out.tolist(), width, color="#0072B2", zorder=2, label="RMSNorm: g·x / RMS")
+    b.bar([p - width / 2 for p in pos], rms_out.tolist(), width, color=BLUE, zorder=2, label="RMSNorm: g·x / RMS")
     b.bar(
         [p + width / 2 for p in pos],
         ln_out.tolist(),
         width,
-        color="#D55E00",
+        color=VERMILLION,
         zorder=2,
         label=_("LayerNorm: g·(x − mean) / std"),
     )

@@ -22,6 +22,7 @@ import torch
 
 from .. import norms
 from ..i18n import N_, _
+from ..palette import ORANGE
 from . import forbidden
 from .allowed import BASIC
 from .core import (
@@ -489,7 +490,7 @@ def draw_axis_quiz() -> Figure:
             shape=QUIZ_SHAPE,
             index=QUIZ_INDEX,
             ax=ax,
-            color="#E69F00",
+            color=ORANGE,
             title=_("Norm {letter}").format(letter=letter),
         )
     fig.tight_layout()
