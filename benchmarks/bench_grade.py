@@ -87,7 +87,7 @@ def plain_execute(path: Path) -> float:
     (nbclient's default waits for a graceful shutdown)."""
     from nbclient import NotebookClient
 
-    from course_utils.grading.run import _kernel_env
+    from course_utils.grading.run import kernel_env
 
     nb = nbformat.read(path, as_version=4)
     start = time.perf_counter()
@@ -98,7 +98,7 @@ def plain_execute(path: Path) -> float:
         allow_errors=True,
         shutdown_kernel="immediate",
         resources={"metadata": {"path": str(path.parent)}},
-    ).execute(env=_kernel_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    ).execute(env=kernel_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return time.perf_counter() - start
 
 

@@ -106,7 +106,7 @@ def aten_ops(fn: Callable[..., object], *args: Any, **kwargs: Any) -> list[str]:
     Uses torch's dispatch-mode hook (a debugging tool from torch.utils._python_dispatch): every operator
     that reaches a kernel is recorded by its name.
     """
-    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._python_dispatch import TorchDispatchMode  # noqa: PLC2701 (torch's only home of the dispatch hook)
 
     class _Record(TorchDispatchMode):
         def __init__(self) -> None:

@@ -39,7 +39,8 @@ import torch
 import torch.fx
 
 from .i18n import N_, _
-from .model import Block, GPTConfig
+from .model import Block, GPTConfig, Placement
+from .palette import BLUE, DARK_GREY, ORANGE, SKY_BLUE, VERMILLION
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -73,8 +74,8 @@ def placement_title(placement: str, with_models: bool = True) -> str:
 
 NORM, SUBLAYER = "Norm", "F"
 _MATH = {NORM: r"\mathrm{Norm}", SUBLAYER: "F"}
-_FILL = {NORM: "#E69F00", SUBLAYER: "#56B4E9"}
-_STREAM, _WIRE, _WARN = "#0072B2", "#555555", "#D55E00"
+_FILL = {NORM: ORANGE, SUBLAYER: SKY_BLUE}
+_STREAM, _WIRE, _WARN = BLUE, DARK_GREY, VERMILLION
 
 
 @dataclass(frozen=True)
@@ -108,37 +109,17 @@ class _BlockTracer(torch.fx.Tracer):
         return "." not in qualified_name or super().is_leaf_module(module, qualified_name)
 
 
-def block_layouts(placement: str) -> list[SublayerLayout]:
-    """The layout of each sub-layer (attention, then the MLP) of a Block with this placement, read from its code."""
+_SUBLAYERS = ("attn", "mlp")  # the Block's children that are sub-layers (F in the picture); its norms are "norm*"
+
+
+def block_layouts(placement: Placement) -> list[SublayerLayout]:
+    """The layout of each sub-layer (attention, then the MLP) of a Block with this placement, read from its code.
+
+    Each addition in the graph closes one sub-layer: of its two inputs, the one that went through F is the branch,
+    the other the stream. The module calls between one addition and the next input of the stream are what the
+    previous sub-layer left on the highway."""
     block = Block(GPTConfig(n_layer=1, d_model=8, n_head=2, placement=placement))
-    kinds = {"attn": SUBLAYER, "mlp": SUBLAYER}
     graph = _BlockTracer().trace(block)
-
-    def kind(node: torch.fx.Node) -> str:
-        if isinstance(node.target, str) and node.target in kinds:
-            return kinds[node.target]
-        if str(node.target).startswith("norm"):
-            return NORM
-        raise ValueError(f"Block({placement!r}) calls {node.target!r}, which the diagram does not know")
-
-    def chain(end: torch.fx.Node, start: torch.fx.Node) -> list[str]:
-        """The module calls on the way from `start` to `end`, each reading the one before (oldest first)."""
-        names: list[str] = []
-        while end is not start:
-            if end.op != "call_module" or len(end.args) != 1:
-                raise ValueError(f"Block({placement!r}): expected a chain of module calls, found {end.op} {end.target}")
-            names.append(kind(end))
-            end = _input(end, 0)
-        return names[::-1]
-
-    def is_branch(node: torch.fx.Node) -> bool:
-        """True when the value passed through attention or the MLP on its way here."""
-        while node.op == "call_module":
-            if node.target in kinds:
-                return True
-            node = _input(node, 0)
-        return False
-
     adds = [n for n in graph.nodes if n.op == "call_function" and n.target in (torch.add, operator.add)]
     output = next(n for n in graph.nodes if n.op == "output")
     stream = next(n for n in graph.nodes if n.op == "placeholder")
@@ -146,15 +127,44 @@ def block_layouts(placement: str) -> list[SublayerLayout]:
     before: tuple[str, ...] | None = None
     for add in adds:
         left, right = _input(add, 0), _input(add, 1)
-        branch_end, stream_in = (right, left) if is_branch(right) else (left, right)
+        branch_end, stream_in = (right, left) if _is_branch(right) else (left, right)
         if before is not None:  # what the previous sub-layer left on the highway
-            layouts.append(SublayerLayout(before, tuple(chain(stream_in, stream))))
-        before = tuple(chain(branch_end, stream_in))
+            layouts.append(SublayerLayout(before, tuple(_chain(stream_in, stream, placement))))
+        before = tuple(_chain(branch_end, stream_in, placement))
         stream = add
     if before is None:
         raise ValueError(f"Block({placement!r}) adds no sub-layer to the stream")
-    layouts.append(SublayerLayout(before, tuple(chain(_input(output, 0), stream))))
+    layouts.append(SublayerLayout(before, tuple(_chain(_input(output, 0), stream, placement))))
     return layouts
+
+
+def _module_kind(node: torch.fx.Node, placement: str) -> str:
+    """What a module call of the Block is in the picture: F (attention or the MLP) or Norm."""
+    if isinstance(node.target, str) and node.target in _SUBLAYERS:
+        return SUBLAYER
+    if str(node.target).startswith("norm"):
+        return NORM
+    raise ValueError(f"Block({placement!r}) calls {node.target!r}, which the diagram does not know")
+
+
+def _chain(end: torch.fx.Node, start: torch.fx.Node, placement: str) -> list[str]:
+    """The module calls on the way from `start` to `end`, each reading the one before (oldest first)."""
+    names: list[str] = []
+    while end is not start:
+        if end.op != "call_module" or len(end.args) != 1:
+            raise ValueError(f"Block({placement!r}): expected a chain of module calls, found {end.op} {end.target}")
+        names.append(_module_kind(end, placement))
+        end = _input(end, 0)
+    return names[::-1]
+
+
+def _is_branch(node: torch.fx.Node) -> bool:
+    """True when the value passed through attention or the MLP on its way here."""
+    while node.op == "call_module":
+        if node.target in _SUBLAYERS:
+            return True
+        node = _input(node, 0)
+    return False
 
 
 def _input(node: torch.fx.Node, i: int) -> torch.fx.Node:
@@ -165,7 +175,7 @@ def _input(node: torch.fx.Node, i: int) -> torch.fx.Node:
     return arg
 
 
-def sublayer_layout(placement: str) -> SublayerLayout:
+def sublayer_layout(placement: Placement) -> SublayerLayout:
     """The layout shared by both sub-layers of a Block with this placement (an error if they differ)."""
     attention, mlp = block_layouts(placement)
     if attention != mlp:
@@ -173,7 +183,7 @@ def sublayer_layout(placement: str) -> SublayerLayout:
     return attention
 
 
-def describe_placements(placements: Sequence[str]) -> str:
+def describe_placements(placements: Sequence[Placement]) -> str:
     """Alt text for draw_placements: each placement's name and equation, read from the model's code."""
     parts = [
         _("{title}: {equation}").format(title=placement_title(p), equation=sublayer_layout(p).plain_equation)
@@ -250,7 +260,7 @@ def _circle(x, y):
     return plt.Circle((x, y), 0.35, fc="white", ec="black", zorder=3)
 
 
-def draw_placements(placements: Iterable[str] = ("pre", "post", "peri", "reordered")) -> Figure:
+def draw_placements(placements: Iterable[Placement] = ("pre", "post", "peri", "reordered")) -> Figure:
     """One panel per placement (names as GPTConfig spells them), each drawn from the Block's traced forward.
 
     Returns the matplotlib Figure; show it with course_utils.figures.show and describe_placements' alt text.

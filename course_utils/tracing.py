@@ -206,49 +206,70 @@ class CallTrace:
             pass
 
     def _profile(self, frame, event, arg):
+        """The profile hook (sys.setprofile): Python runs it on every call and return of a Python or C function.
+        It notes the canary's calls, the calls that tamper with the trace, (with `record`) the library calls,
+        and the watched functions called; then it hands the event on to an outer trace's hook."""
         if not self._profiling:
             return
         try:
             if self._canary_on:
-                if event == "call" and frame.f_code is _canary_python.__code__:
-                    self._canary_seen.add("python")
-                elif event == "c_call" and getattr(arg, "__name__", None) == "lcm":
-                    self._canary_seen.add("c")
+                self._see_canary(frame, event, arg)
                 return
-            if event == "c_call" and getattr(arg, "__name__", None) == "start_new_thread":
-                self._tamper("threads")  # traced by the profile hook when threading started it, but not by the modes
-            elif (
-                event == "c_call"
-                and getattr(arg, "__name__", None) in _SWITCHES
-                and frame.f_code.co_filename != _canary_python.__code__.co_filename  # not a trace's own switch
-                and _switches_tracing_off(arg)
-            ):
-                self._tamper("tracing-off")
+            if event == "c_call":
+                self._check_tampering(frame, arg)
             if self.record:
                 if event in ("call", "c_call"):
                     self._record_library(frame, event, arg)
                 elif self._c_running and event in ("c_return", "c_exception"):
                     self._c_running.pop(id(frame), None)
             if event == "call":
-                code = frame.f_code
-                key = self._codes.get(code, _MISSING)
-                if key is _MISSING:
-                    key = f"{frame.f_globals.get('__name__')}.{code.co_qualname}"
-                    key = self._codes[code] = key if key in self.python else None
-                if key is not None:
-                    self._hit(key)
+                self._python_call(frame)
             elif event == "c_call" and self._c_names and getattr(arg, "__name__", None) in self._c_names:
-                key = runtime_key(arg)
-                if key not in self.c:  # a method of a Tensor subclass (a Parameter): its Tensor name
-                    bound = getattr(arg, "__self__", None)
-                    if bound is not None and _is_tensor(bound):
-                        key = "torch.Tensor." + arg.__name__
-                if key in self.c:
-                    self._hit(key)
+                self._c_call(arg)
             if self._previous is not None:
                 self._previous(frame, event, arg)
         except Exception:  # a profile function that raises would unset itself and break the traced call
             pass
+
+    def _see_canary(self, frame, event, arg):
+        """While the canary runs: note which layers of the profile hook saw it (the Python one, the C one)."""
+        if event == "call" and frame.f_code is _canary_python.__code__:
+            self._canary_seen.add("python")
+        elif event == "c_call" and getattr(arg, "__name__", None) == "lcm":
+            self._canary_seen.add("c")
+
+    def _check_tampering(self, frame, fn):
+        """A C function called inside the trace that starts a thread or switches tracing off: the trace can no
+        longer vouch for what it saw."""
+        if getattr(fn, "__name__", None) == "start_new_thread":
+            self._tamper("threads")  # traced by the profile hook when threading started it, but not by the modes
+        elif (
+            getattr(fn, "__name__", None) in _SWITCHES
+            and frame.f_code.co_filename != _canary_python.__code__.co_filename  # not a trace's own switch
+            and _switches_tracing_off(fn)
+        ):
+            self._tamper("tracing-off")
+
+    def _python_call(self, frame):
+        """A Python function called: a hit when its module and qualified name are watched (cached per code object)."""
+        code = frame.f_code
+        key = self._codes.get(code, _MISSING)
+        if key is _MISSING:
+            key = f"{frame.f_globals.get('__name__')}.{code.co_qualname}"
+            key = self._codes[code] = key if key in self.python else None
+        if key is not None:
+            self._hit(key)
+
+    def _c_call(self, fn):
+        """A C function called that bears a watched name: a hit when its runtime key is watched. A method of a
+        Tensor subclass (a Parameter's var) counts under the Tensor method's key."""
+        key = runtime_key(fn)
+        if key not in self.c:
+            bound = getattr(fn, "__self__", None)
+            if bound is not None and _is_tensor(bound):
+                key = "torch.Tensor." + fn.__name__
+        if key in self.c:
+            self._hit(key)
 
     def _record_library(self, frame, event, arg):
         """With `record`: a numpy/scipy/statistics/math function called directly by code that is not a
@@ -399,7 +420,7 @@ def _mode_class():
 def _dispatch_class():
     """The TorchDispatchMode that reports each ATen op to its trace, below every Python spelling of it."""
     if not _DISPATCH_CLASS:
-        from torch.utils._python_dispatch import TorchDispatchMode
+        from torch.utils._python_dispatch import TorchDispatchMode  # noqa: PLC2701 (torch's only home of the dispatch hook)
 
         class _TraceDispatch(TorchDispatchMode):
             def __init__(self, trace):

@@ -701,29 +701,7 @@ class NotebookPage:
             for k in range(controls.count()):
                 control = controls.nth(k)
                 before = cell.evaluate(SIGNATURE_JS)
-                kind = control.get_attribute("class") or ""
-                if "widget-slider" in kind:
-                    label, detail = "slider", self._move_slider(control)
-                elif "widget-dropdown" in kind:
-                    select = control.locator("select")
-                    options = select.locator("option").all_text_contents()
-                    current = select.input_value()
-                    values = select.evaluate("s => [...s.options].map(o => o.value)")
-                    target = next(v for v in values if v != current)
-                    select.select_option(target)
-                    label, detail = "dropdown", f"{current} -> {target} of {options}"
-                elif "widget-toggle-buttons" in kind:
-                    buttons = control.locator("button")
-                    idle = [
-                        j
-                        for j in range(buttons.count())
-                        if "mod-active" not in (buttons.nth(j).get_attribute("class") or "")
-                    ]
-                    buttons.nth(idle[0]).click()
-                    label, detail = "toggle buttons", f"clicked option {idle[0]}"
-                else:
-                    control.locator("input").first.click()
-                    label, detail = "checkbox", "clicked"
+                label, detail = self._change_control(control)
                 name = (
                     (control.locator(".widget-label").first.text_content() or "").strip()
                     if control.locator(".widget-label").count()
@@ -734,31 +712,57 @@ class NotebookPage:
             # check questions: pick an answer, press Check, expect a verdict (✅ or ❌ with the explanation)
             radios = cell.locator(".widget-radio-box")
             for k in range(radios.count()):
-                box = radios.nth(k).locator("xpath=ancestor::div[contains(@class,'widget-vbox')][1]")
-                option = radios.nth(k).locator("input[type=radio]").first
-                for attempt in range(3):  # the view may redraw its inputs while the click's value syncs: try again
-                    try:
-                        option.check(timeout=5_000)
-                        break
-                    except Exception:
-                        if attempt == 2:
-                            raise
-                        self.page.wait_for_timeout(300)
-                box.locator("button.jupyter-button").first.click()  # the box's one button: Check (チェック in ja/)
-                # the verdict is the box's last HTML output (the first one is the question itself)
-                verdict = box.locator(".widget-html-content, .widget-htmlmath-content").last
-                changed = False
-                deadline = time.monotonic() + timeout_s
-                while time.monotonic() < deadline:
-                    text = verdict.text_content() or ""
-                    if "✅" in text or "❌" in text:
-                        changed = True
-                        break
-                    self.page.wait_for_timeout(150)
-                self.report.interactions.append(
-                    Interaction(i, f"quiz {k + 1} Check", changed, (verdict.text_content() or "")[:120])
-                )
+                self.report.interactions.append(self._answer_quiz(i, k, radios.nth(k), timeout_s))
         return self.report.interactions
+
+    def _change_control(self, control) -> tuple[str, str]:
+        """Change one control as a learner would; returns what it is ("slider", ...) and what was done to it."""
+        kind = control.get_attribute("class") or ""
+        if "widget-slider" in kind:
+            return "slider", self._move_slider(control)
+        if "widget-dropdown" in kind:
+            select = control.locator("select")
+            options = select.locator("option").all_text_contents()
+            current = select.input_value()
+            values = select.evaluate("s => [...s.options].map(o => o.value)")
+            target = next(v for v in values if v != current)
+            select.select_option(target)
+            return "dropdown", f"{current} -> {target} of {options}"
+        if "widget-toggle-buttons" in kind:
+            buttons = control.locator("button")
+            idle = [
+                j for j in range(buttons.count()) if "mod-active" not in (buttons.nth(j).get_attribute("class") or "")
+            ]
+            buttons.nth(idle[0]).click()
+            return "toggle buttons", f"clicked option {idle[0]}"
+        control.locator("input").first.click()
+        return "checkbox", "clicked"
+
+    def _answer_quiz(self, cell_index: int, k: int, radios, timeout_s: float) -> Interaction:
+        """Pick the first answer of quiz `k` (its radio buttons `radios`) in code cell `cell_index`, press its Check
+        button, and wait for a verdict (✅ or ❌ with the explanation)."""
+        box = radios.locator("xpath=ancestor::div[contains(@class,'widget-vbox')][1]")
+        option = radios.locator("input[type=radio]").first
+        for attempt in range(3):  # the view may redraw its inputs while the click's value syncs: try again
+            try:
+                option.check(timeout=5_000)
+                break
+            except Exception:
+                if attempt == 2:
+                    raise
+                self.page.wait_for_timeout(300)
+        box.locator("button.jupyter-button").first.click()  # the box's one button: Check (チェック in ja/)
+        # the verdict is the box's last HTML output (the first one is the question itself)
+        verdict = box.locator(".widget-html-content, .widget-htmlmath-content").last
+        changed = False
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            text = verdict.text_content() or ""
+            if "✅" in text or "❌" in text:
+                changed = True
+                break
+            self.page.wait_for_timeout(150)
+        return Interaction(cell_index, f"quiz {k + 1} Check", changed, (verdict.text_content() or "")[:120])
 
     # --- typing, as a learner does ------------------------------------------------------------------
     def code_cell(self, index: int):

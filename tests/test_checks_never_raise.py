@@ -33,7 +33,7 @@ from course_utils.checks import CheckReport, all_exercises, check_choice, ex03, 
 from course_utils.experiments import PRESETS
 from course_utils.grading import kernel
 from course_utils.grading.judge import judge
-from course_utils.grading.run import _request
+from course_utils.grading.run import kernel_request
 from course_utils.records import RunRecord, SweepResult
 
 from conftest import ROOT
@@ -140,7 +140,7 @@ def _grader_report(item, fn, seed, tmp_path):
     """The verdict the batch grader reaches: the kernel's messenger calls fn (here, in-process) on the request
     the grader sends, its JSON answer is judged by course_utils.grading.judge."""
     request, answer = tmp_path / "request.json", tmp_path / "answer.json"
-    request.write_text(json.dumps(_request(item.kind, item.check, seed)), encoding="utf-8")
+    request.write_text(json.dumps(kernel_request(item.kind, item.check, seed)), encoding="utf-8")
     kernel.call_learner_function({"learner_function": fn}, "learner_function", str(request), str(answer))
     return judge(item.kind, item.graded, item.check, json.loads(answer.read_text(encoding="utf-8")), seed)
 

@@ -710,7 +710,7 @@ def test_every_declared_name_resolves_and_every_task_forbids_its_reference():
 
 
 def test_the_trace_leaves_nothing_behind_and_changes_no_result():
-    from torch.overrides import _get_current_function_mode_stack
+    from torch.overrides import _get_current_function_mode_stack  # noqa: PLC2701 (no public way to see the active modes)
 
     x = torch.randn(3, 5)
     with forbidden.trace_for(ex01.LAYER_NORM_CHECK) as trace:
@@ -735,11 +735,11 @@ def test_the_trace_leaves_a_profiler_it_finds_alone():
 def test_the_kernel_traces_each_call_and_the_judge_trusts_only_names_it_forbids(tmp_path):
     from course_utils.grading import kernel
     from course_utils.grading.judge import judge
-    from course_utils.grading.run import _request
+    from course_utils.grading.run import kernel_request
 
     item = next(i for i in all_exercises()[0].items() if i.graded.check == "layer_norm")
     request, answer = tmp_path / "request.json", tmp_path / "answer.json"
-    request.write_text(json.dumps(_request(item.kind, item.check, 3)), encoding="utf-8")
+    request.write_text(json.dumps(kernel_request(item.kind, item.check, 3)), encoding="utf-8")
     kernel.call_learner_function({"layer_norm": ln_obfuscated}, "layer_norm", str(request), str(answer))
     sent = json.loads(answer.read_text(encoding="utf-8"))
     assert sent["status"] == "ok" and sent["trace"] == ["torch.var", "aten::var"] and sent["tampered"] == []

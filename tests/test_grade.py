@@ -32,7 +32,7 @@ from course_utils import i18n
 from course_utils.display import text_width
 from course_utils.exercises import make_exercise
 from course_utils.grading import kernel, sandbox
-from course_utils.i18n import _
+from course_utils.i18n import _  # noqa: PLC2701 (gettext's `_`: public by convention, in i18n.__all__)
 
 from conftest import ROOT, completed
 
@@ -896,12 +896,12 @@ def test_a_grader_error_says_what_the_grader_was_doing_in_the_grading_language()
     """The step of a grader error is a catalog message like its sentence, so `--lang ja` shows no English but
     the exception's own text; the English stays in the exception (and the traceback) for the maintainer."""
     from course_utils import i18n
-    from course_utils.grading.run import GraderError, ItemResult, Result, _GraderStep, mark_grader_error
+    from course_utils.grading.run import GraderError, GraderStep, ItemResult, Result, mark_grader_error
 
     def failed_row(lang):
         row = Result("subs/a/ex01.ipynb", "a", items=[ItemResult("ex01.x", earned=1.0, status="passed", text="ok")])
         try:
-            with _GraderStep(i18n.N_("judging check {check}"), check=repr("ex01.layer_norm")):
+            with GraderStep(i18n.N_("judging check {check}"), check=repr("ex01.layer_norm")):
                 raise KeyError("boom")
         except GraderError as exc:
             assert str(exc).startswith("judging check 'ex01.layer_norm': KeyError")

@@ -25,7 +25,7 @@ from mutants.harness import fast_but_faithful  # noqa: F401 (the fixture)
 
 from course_utils.grading import kernel
 from course_utils.grading.judge import judge
-from course_utils.grading.run import _request
+from course_utils.grading.run import kernel_request
 
 pytestmark = pytest.mark.usefixtures("fast_but_faithful")
 
@@ -88,7 +88,7 @@ def test_wrong_answers_to_the_questions_are_rejected_by_both_paths(tmp_path):
             right = letter == question.answer
             learner = question.evaluate(lambda letter=letter: letter)
             request, answer = tmp_path / "request.json", tmp_path / "answer.json"
-            request.write_text(json.dumps(_request("choice", question, 1)), encoding="utf-8")
+            request.write_text(json.dumps(kernel_request("choice", question, 1)), encoding="utf-8")
             kernel.call_learner_function({"f": lambda letter=letter: letter}, "f", str(request), str(answer))
             grader = judge("choice", item.graded, question, json.loads(answer.read_text(encoding="utf-8")), 1)
             assert learner.passed == grader.passed == right, (question.id, letter)

@@ -95,7 +95,7 @@ def _course_nbgrader_item(exercise, check_id, seed, lang):
     from course_utils.checks import exercise_registry, forbidden
     from course_utils.grading import kernel
     from course_utils.grading.judge import judge
-    from course_utils.grading.run import _request
+    from course_utils.grading.run import kernel_request
     from course_utils.i18n import using
 
     kind, graded, check = next(i for i in exercise_registry(exercise).items() if i.graded.check == check_id)
@@ -103,7 +103,7 @@ def _course_nbgrader_item(exercise, check_id, seed, lang):
     static = forbidden.notebook_hits(check, cells, graded.function) if kind == "function" else []
     with tempfile.TemporaryDirectory() as io_dir:
         request, answer = pathlib.Path(io_dir, "request.json"), pathlib.Path(io_dir, "answer.json")
-        request.write_text(json.dumps(_request(kind, check, seed)), encoding="utf-8")
+        request.write_text(json.dumps(kernel_request(kind, check, seed)), encoding="utf-8")
         with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
             warnings.simplefilter("ignore")  # nbgrader gives 0 to a test cell that writes to stderr
             kernel.call_learner_function(globals(), graded.function, str(request), str(answer))

@@ -427,43 +427,60 @@ def review(source: Path, root: Path = ROOT, rules=None) -> Report:
         if key not in keys:
             report.orphans.append(f"{name}: `{key}` names no cell or section of the English document")
     for unit in doc_units:
-        entry = entries.get(unit.key)
-        where = f"{name} `{unit.key}`"
-        if entry is None:
-            if unit.kind == "markdown" or unit.needs_entry:
-                report.missing.append(where)
-            continue
-        if not isinstance(entry, dict) or "en" not in entry:
-            report.problems.append(f"{where}: an entry needs `en` (the hash) and `ja` or `strings`")
-            continue
-        if str(entry["en"]) != unit.hash:
-            report.stale.append(
-                f"{where}: the English changed since it was translated (hash {unit.hash}, entry {entry['en']})"
-            )
-        exempt = entry.get("exempt")
-        if exempt:
-            report.exempt.append(f"{where}: {exempt}")
-        if unit.kind == "markdown":
-            if not isinstance(entry.get("ja"), str) or not entry["ja"].strip():
-                report.problems.append(f"{where}: `ja` (the Japanese Markdown) is missing or empty")
-                continue
-            report.counts["cells" if source.suffix == ".ipynb" else "sections"] += 1
-            if not exempt:
-                report.problems += [f"{where}: {p}" for p in differences(unit.english, entry["ja"])]
-            report.problems += [f"{where}: forbidden term {t}" for t in forbidden_terms(entry["ja"], rules)]
-        else:
-            strings = entry.get("strings")
-            if not isinstance(strings, dict):
-                report.problems.append(f"{where}: a code cell's entry needs `strings:` (a mapping, {{}} if none)")
-                continue
-            report.counts["code cells"] += 1
-            report.counts["strings"] += len(strings)
-            _, problems = apply_strings(unit.english, strings)
-            report.problems += [f"{where}: {p}" for p in problems if not exempt or "differ" not in p]
-            for ja in strings.values():
-                if isinstance(ja, str):
-                    report.problems += [f"{where}: forbidden term {t}" for t in forbidden_terms(ja, rules)]
+        _review_unit(report, unit, entries.get(unit.key), f"{name} `{unit.key}`", source, rules)
     return report
+
+
+def _review_unit(report: Report, unit: Unit, entry, where: str, source: Path, rules) -> None:
+    """What `check` says about one cell or section: its entry missing or malformed, stale (the English changed
+    since), exempt (and why), then what its Markdown or its code cell's strings say."""
+    if entry is None:
+        if unit.kind == "markdown" or unit.needs_entry:
+            report.missing.append(where)
+        return
+    if not isinstance(entry, dict) or "en" not in entry:
+        report.problems.append(f"{where}: an entry needs `en` (the hash) and `ja` or `strings`")
+        return
+    if str(entry["en"]) != unit.hash:
+        report.stale.append(
+            f"{where}: the English changed since it was translated (hash {unit.hash}, entry {entry['en']})"
+        )
+    exempt = entry.get("exempt")
+    if exempt:
+        report.exempt.append(f"{where}: {exempt}")
+    if unit.kind == "markdown":
+        _review_markdown(report, unit, entry, where, source, rules)
+    else:
+        _review_code(report, unit, entry, where, rules)
+
+
+def _review_markdown(report: Report, unit: Unit, entry: dict, where: str, source: Path, rules) -> None:
+    """A Markdown cell or section: its Japanese must be there, keep the English's structure (unless the entry is
+    exempt) and use no forbidden term."""
+    if not isinstance(entry.get("ja"), str) or not entry["ja"].strip():
+        report.problems.append(f"{where}: `ja` (the Japanese Markdown) is missing or empty")
+        return
+    report.counts["cells" if source.suffix == ".ipynb" else "sections"] += 1
+    if not entry.get("exempt"):
+        report.problems += [f"{where}: {p}" for p in differences(unit.english, entry["ja"])]
+    report.problems += [f"{where}: forbidden term {t}" for t in forbidden_terms(entry["ja"], rules)]
+
+
+def _review_code(report: Report, unit: Unit, entry: dict, where: str, rules) -> None:
+    """A code cell: its `strings` must apply to the English code (an exempt entry may differ) and use no forbidden
+    term."""
+    strings = entry.get("strings")
+    if not isinstance(strings, dict):
+        report.problems.append(f"{where}: a code cell's entry needs `strings:` (a mapping, {{}} if none)")
+        return
+    report.counts["code cells"] += 1
+    report.counts["strings"] += len(strings)
+    _, problems = apply_strings(unit.english, strings)
+    exempt = entry.get("exempt")
+    report.problems += [f"{where}: {p}" for p in problems if not exempt or "differ" not in p]
+    for ja in strings.values():
+        if isinstance(ja, str):
+            report.problems += [f"{where}: forbidden term {t}" for t in forbidden_terms(ja, rules)]
 
 
 def build_notebook(source: Path, root: Path = ROOT):

@@ -53,9 +53,9 @@ class DtypeCase(Case):
     dtype: torch.dtype = torch.float32
 
 
-class _NormCheck(FunctionCheck):
+class DtypeNormCheck(FunctionCheck):
     """A FunctionCheck that knows about dtypes: a float16/bfloat16 input must give an output of its own
-    dtype (computed in float32, cast back), as torch's own norms do."""
+    dtype (computed in float32, cast back), as torch's own norms do. Exercise 06 checks Gemma's RMSNorm with it."""
 
     def compare(self, case, output) -> CaseResult:
         want = getattr(case, "dtype", None)
@@ -190,7 +190,7 @@ def _gain(y, weight):
     return y if weight is None else y * weight.double()
 
 
-RMS_NORM_CHECK = _NormCheck(
+RMS_NORM_CHECK = DtypeNormCheck(
     name="rms_norm",
     make_cases=_rms_norm_cases,
     tolerance=1e-4,
@@ -274,7 +274,7 @@ def _ln_default_eps(x, weight=None, eps=1e-5):
     return _ln_ref(x, weight, 1e-6)
 
 
-LN_VIA_RMS_CHECK = _NormCheck(
+LN_VIA_RMS_CHECK = DtypeNormCheck(
     name="layer_norm_via_rms_norm",
     make_cases=_ln_via_rms_cases,
     tolerance=1e-4,

@@ -35,7 +35,7 @@ from ..norms import RMSNorm
 from ..recipes import recipe_config
 from .allowed import ATTENTION_BY_HAND
 from .core import Case, CheckReport, FunctionCheck, Message
-from .ex02 import HALF_TOLERANCES, DtypeCase, _NormCheck
+from .ex02 import HALF_TOLERANCES, DtypeCase, DtypeNormCheck
 from .forbidden import ATTENTION, COURSE_NORMS, TORCH_NORMS, Forbidden
 from .questions import MultipleChoice
 from .registry import Exercise, Graded
@@ -471,7 +471,7 @@ def _norm_in_half(x, w, eps=EPS):
     return y * (1 + w.to(x.dtype))
 
 
-GEMMA_RMS_NORM_CHECK = _NormCheck(
+GEMMA_RMS_NORM_CHECK = DtypeNormCheck(
     name="gemma_rms_norm",
     make_cases=_norm_cases,
     tolerance=1e-4,

@@ -365,34 +365,50 @@ def _module_ref(dotted: str) -> Ref:
 
 def _locals(node: ast.AST) -> dict[str, Ref]:
     """The names a definition binds inside itself: parameters and assignments (unknown values), and local
-    imports (what they import). They shadow the globals; nested functions and classes count as local."""
+    imports (what they import). They shadow the globals; nested functions and classes count as local.
+    An import wins over an earlier binding of its name; any other binding only fills a name not yet bound."""
     names: dict[str, Ref] = {}
     for sub in ast.walk(node):
-        if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            a = sub.args
-            for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]:
-                if arg is not None:
-                    names.setdefault(arg.arg, _VALUE)
-            if sub is not node and not isinstance(sub, ast.Lambda):
-                names.setdefault(sub.name, _VALUE)
-        elif isinstance(sub, ast.ClassDef) and sub is not node:
-            names.setdefault(sub.name, _VALUE)
-        elif isinstance(sub, ast.Name) and isinstance(sub.ctx, (ast.Store, ast.Del)):
-            names.setdefault(sub.id, _VALUE)
-        elif isinstance(sub, ast.ExceptHandler) and sub.name:
-            names.setdefault(sub.name, _VALUE)
-        elif isinstance(sub, ast.Import):
-            for alias in sub.names:
-                if alias.asname:
-                    names[alias.asname] = _module_ref(alias.name)
-                else:
-                    top = alias.name.split(".")[0]
-                    names[top] = _module_ref(top)
-        elif isinstance(sub, ast.ImportFrom) and sub.module and not sub.level:
-            for alias in sub.names:
-                if alias.name != "*":
-                    names[alias.asname or alias.name] = _module_ref(f"{sub.module}.{alias.name}")
+        if isinstance(sub, (ast.Import, ast.ImportFrom)):
+            names.update(_local_imports(sub))
+        else:
+            for name in _local_values(sub, node):
+                names.setdefault(name, _VALUE)
     return names
+
+
+def _local_values(sub: ast.AST, definition: ast.AST) -> list[str]:
+    """The names the syntax node `sub`, inside `definition`, binds to values the scan cannot know: the parameters
+    of a function or lambda, the name of a nested function or class, an assigned (or deleted) name, the name of a
+    caught exception."""
+    if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        a = sub.args
+        parameters = [arg.arg for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if arg is not None]
+        if sub is definition or isinstance(sub, ast.Lambda):
+            return parameters
+        return [*parameters, sub.name]
+    if isinstance(sub, ast.ClassDef) and sub is not definition:
+        return [sub.name]
+    if isinstance(sub, ast.Name) and isinstance(sub.ctx, (ast.Store, ast.Del)):
+        return [sub.id]
+    if isinstance(sub, ast.ExceptHandler) and sub.name:
+        return [sub.name]
+    return []
+
+
+def _local_imports(sub: ast.Import | ast.ImportFrom) -> dict[str, Ref]:
+    """The names an import inside a definition binds, and what each refers to: `import a.b` binds a, `import a.b
+    as c` binds c to a.b, `from a import b` binds b to a.b (a relative or star import binds nothing known)."""
+    bound: dict[str, Ref] = {}
+    if isinstance(sub, ast.Import):
+        for alias in sub.names:
+            imported = alias.name if alias.asname else alias.name.split(".")[0]
+            bound[alias.asname or imported] = _module_ref(imported)
+    elif sub.module and not sub.level:
+        for alias in sub.names:
+            if alias.name != "*":
+                bound[alias.asname or alias.name] = _module_ref(f"{sub.module}.{alias.name}")
+    return bound
 
 
 def _const_getattr(node: ast.Call) -> tuple[ast.expr, str] | None:
@@ -707,43 +723,56 @@ class _SourceEnv:
                 self._bind(tree.body)
 
     def _bind(self, statements: list[ast.stmt]) -> None:
+        """Bind what each statement binds, in order, and then what the blocks of a compound statement (if, for,
+        while, with, try) bind: running a cell may run any of them. A definition's body binds nothing here."""
         for st in statements:
-            if isinstance(st, ast.Import):
-                for alias in st.names:
-                    top = alias.name.split(".")[0]
-                    self.bindings[alias.asname or top] = ("import", alias.name if alias.asname else top)
-            elif isinstance(st, ast.ImportFrom) and st.module and not st.level:
-                for alias in st.names:
-                    if alias.name == "*":
-                        self.stars.append(st.module)
-                    else:
-                        self.bindings[alias.asname or alias.name] = ("import", f"{st.module}.{alias.name}")
-            elif isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                self.bindings[st.name] = ("def", st)
-            elif isinstance(st, (ast.Assign, ast.AnnAssign)) and st.value is not None:
-                for target in st.targets if isinstance(st, ast.Assign) else [st.target]:
-                    self._bind_target(target, st.value)
-            elif isinstance(st, (ast.AugAssign, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)):
-                targets = [st.target] if hasattr(st, "target") else [i.optional_vars for i in st.items]
-                for target in targets:
-                    for name in ast.walk(target) if target is not None else ():
-                        if isinstance(name, ast.Name):
-                            self.bindings[name.id] = ("value", None)
-            if isinstance(st, (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try)):
-                for body in ("body", "orelse", "finalbody"):
-                    self._bind(getattr(st, body, []))
-                for handler in getattr(st, "handlers", []):
-                    self._bind(handler.body)
+            self._bind_statement(st)
+            for block in _blocks(st):
+                self._bind(block)
+
+    def _bind_statement(self, st: ast.stmt) -> None:
+        """Bind the names one statement binds by itself (its blocks aside)."""
+        if isinstance(st, ast.Import):
+            for alias in st.names:
+                top = alias.name.split(".")[0]
+                self.bindings[alias.asname or top] = ("import", alias.name if alias.asname else top)
+        elif isinstance(st, ast.ImportFrom) and st.module and not st.level:
+            self._bind_import_from(st.module, st.names)
+        elif isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            self.bindings[st.name] = ("def", st)
+        elif isinstance(st, (ast.Assign, ast.AnnAssign)) and st.value is not None:
+            for target in st.targets if isinstance(st, ast.Assign) else [st.target]:
+                self._bind_target(target, st.value)
+        elif isinstance(st, (ast.AugAssign, ast.For, ast.AsyncFor)):
+            self._bind_unknown(st.target)
+        elif isinstance(st, (ast.With, ast.AsyncWith)):
+            for item in st.items:
+                self._bind_unknown(item.optional_vars)
+
+    def _bind_import_from(self, module: str, aliases: list[ast.alias]) -> None:
+        """`from module import a, b as c` binds a and c; `from module import *` is looked into by `lookup`."""
+        for alias in aliases:
+            if alias.name == "*":
+                self.stars.append(module)
+            else:
+                self.bindings[alias.asname or alias.name] = ("import", f"{module}.{alias.name}")
 
     def _bind_target(self, target: ast.expr, value: ast.expr) -> None:
+        """`name = value` binds the value's syntax tree; `obj.attr = value` patches an attribute; the names in
+        any other target (a tuple, a subscript) get values the scan cannot know."""
         if isinstance(target, ast.Name):
             self.bindings[target.id] = ("assign", value)
         elif isinstance(target, ast.Attribute):
             self.patches.append((target, value))
         else:
-            for name in ast.walk(target):
-                if isinstance(name, ast.Name):
-                    self.bindings[name.id] = ("value", None)
+            self._bind_unknown(target)
+
+    def _bind_unknown(self, target: ast.expr | None) -> None:
+        """Bind every name in `target` (an augmented assignment's, a for loop's or a with's `as`) to a value the scan
+        cannot know."""
+        for name in ast.walk(target) if target is not None else ():
+            if isinstance(name, ast.Name):
+                self.bindings[name.id] = ("value", None)
 
     def lookup(self, name: str) -> Ref:
         kind, value = self.bindings.get(name, ("", None))
@@ -789,6 +818,15 @@ class _SourceEnv:
                 found = _static_attr(value, node.attr)
                 return _VALUE if found is _MISSING else ("obj", found)
         return _VALUE
+
+
+def _blocks(st: ast.stmt) -> list[list[ast.stmt]]:
+    """The blocks of statements inside a compound statement (if, for, while, with, try), in the order _SourceEnv
+    binds them: the body, the else, the finally, then each except handler; none for any other statement."""
+    if not isinstance(st, (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try)):
+        return []
+    blocks = [getattr(st, body, []) for body in ("body", "orelse", "finalbody")]
+    return blocks + [handler.body for handler in getattr(st, "handlers", [])]
 
 
 def _parse_cell(source: str) -> ast.Module | None:

@@ -56,7 +56,7 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import get_context
@@ -799,24 +799,10 @@ def _grade_all(todo: list[Task], jobs: int, state: State, results: dict[str, Res
                 mp_context=get_context("spawn"),
                 initializer=worker_init,
             )
-            futures = {pool.submit(_grade_marked, task, str(started)): task for task in batch}
-            broken: list[tuple[Task, BrokenProcessPool]] = []
-            for future in as_completed(futures):
-                task = futures[future]
-                try:
-                    done(future.result())
-                except BrokenProcessPool as exc:
-                    broken.append((task, exc))
-                except Exception as exc:  # the grader's own failure outside grade_submission: still a row
-                    reason = _("not graded: the grading process failed ({error})").format(
-                        error=f"{type(exc).__name__}: {str(exc)[:160]}"
-                    )
-                    done(_failed_row(task, GRADER_ERROR, reason, exc))
+            broken = _grade_batch(pool, batch, started, done)
             pool.shutdown(wait=True, cancel_futures=True)
             pool = None
-            running = {p.read_text(encoding="utf-8") for p in started.iterdir()}
-            for p in started.iterdir():
-                p.unlink()
+            running = _take_marks(started)
             for task, breakage in broken:
                 if alone:  # it broke a pool of its own: this submission killed the grader's process
                     reason = _(
@@ -830,15 +816,52 @@ def _grade_all(todo: list[Task], jobs: int, state: State, results: dict[str, Res
                     queue.append(task)
     except KeyboardInterrupt:  # stop the workers (each kills its kernel); what was graded is in the state file
         if pool is not None:
-            workers = list(getattr(pool, "_processes", {}).values())
-            for process in workers:
-                process.terminate()
-            pool.shutdown(wait=False, cancel_futures=True)
-            for process in workers:
-                process.join(5)
+            _stop_pool(pool)
         bar.close()
         return len(pending) or 1
     finally:
         shutil.rmtree(started, ignore_errors=True)
     bar.close()
     return 0
+
+
+def _grade_batch(
+    pool: ProcessPoolExecutor, batch: list[Task], started: Path, done: Callable[[Result], None]
+) -> list[tuple[Task, BrokenProcessPool]]:
+    """Grade `batch` in `pool`, handing each row to `done` as it comes; returns the submissions that were left
+    without a row because the pool broke (a worker process died), each with the error, for the caller to sort out.
+    Any other failure of the grader's own, outside grade_submission, still costs only its submission's row."""
+    futures = {pool.submit(_grade_marked, task, str(started)): task for task in batch}
+    broken: list[tuple[Task, BrokenProcessPool]] = []
+    for future in as_completed(futures):
+        task = futures[future]
+        try:
+            done(future.result())
+        except BrokenProcessPool as exc:
+            broken.append((task, exc))
+        except Exception as exc:  # the grader's own failure outside grade_submission: still a row
+            reason = _("not graded: the grading process failed ({error})").format(
+                error=f"{type(exc).__name__}: {str(exc)[:160]}"
+            )
+            done(_failed_row(task, GRADER_ERROR, reason, exc))
+    return broken
+
+
+def _take_marks(started: Path) -> set[str]:
+    """The submissions whose marks `_grade_marked` left in the folder `started` (they were being graded when their
+    pool broke), the marks removed for the next pool."""
+    running = {p.read_text(encoding="utf-8") for p in started.iterdir()}
+    for p in started.iterdir():
+        p.unlink()
+    return running
+
+
+def _stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Stop a pool at once (on Ctrl+C): terminate its worker processes, each of which kills its kernel on the way
+    out, cancel what is queued, and give each worker 5 s to finish."""
+    workers = list(getattr(pool, "_processes", {}).values())
+    for process in workers:
+        process.terminate()
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in workers:
+        process.join(5)

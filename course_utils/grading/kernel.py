@@ -79,14 +79,25 @@ def encode(value: Any, depth: int = 0) -> dict[str, Any]:
     if isinstance(value, np.ndarray):
         return _encode_array(torch.from_numpy(np.ascontiguousarray(value)), "ndarray")
     if kind in (tuple, list) or (isinstance(value, tuple) and hasattr(value, "_fields")):
-        if len(value) > 10_000:
-            return {"k": "unsupported", "type": f"a {kind.__name__} of {len(value)} items"}
-        return {"k": "list" if kind is list else "tuple", "v": [encode(v, depth + 1) for v in value]}
+        return _encode_sequence(value, depth)
     if kind is dict:
-        if not all(type(k) is str for k in value) or len(value) > 10_000:
-            return {"k": "unsupported", "type": "a dict whose keys are not all strings"}
-        return {"k": "dict", "v": {k: encode(v, depth + 1) for k, v in value.items()}}
+        return _encode_dict(value, depth)
     return {"k": "unsupported", "type": getattr(kind, "__qualname__", "an unknown type")[:100]}
+
+
+def _encode_sequence(value: list | tuple, depth: int) -> dict[str, Any]:
+    """A list, or a tuple (a named tuple travels as a plain tuple), element by element."""
+    kind = type(value)
+    if len(value) > 10_000:
+        return {"k": "unsupported", "type": f"a {kind.__name__} of {len(value)} items"}
+    return {"k": "list" if kind is list else "tuple", "v": [encode(v, depth + 1) for v in value]}
+
+
+def _encode_dict(value: dict, depth: int) -> dict[str, Any]:
+    """A dict with string keys, value by value; any other key (or too many) makes it unsupported."""
+    if not all(type(k) is str for k in value) or len(value) > 10_000:
+        return {"k": "unsupported", "type": "a dict whose keys are not all strings"}
+    return {"k": "dict", "v": {k: encode(v, depth + 1) for k, v in value.items()}}
 
 
 def _encode_array(tensor: Any, kind: str) -> dict[str, Any]:
@@ -122,9 +133,6 @@ class Unsupported:
 
 def decode(data: Any, depth: int = 0) -> Any:
     """The plain value described by `data`; FormatError if it is not exactly the grader's format."""
-    import numpy as np
-    import torch
-
     if depth > MAX_DEPTH + 1 or type(data) is not dict or type(data.get("k")) is not str:
         raise FormatError("not an encoded value")
     k = data["k"]
@@ -152,24 +160,34 @@ def decode(data: Any, depth: int = 0) -> Any:
     if k == "dict" and type(v) is dict:
         return {str(key): decode(item, depth + 1) for key, item in v.items()}
     if k in ("tensor", "ndarray"):
-        dtype, shape, raw = data["dtype"], data["shape"], data["data"]
-        if type(dtype) is not str or dtype not in _STORAGE:
-            raise FormatError(f"unsupported dtype {dtype!r}")
-        if type(shape) is not list or len(shape) > 16 or not all(type(s) is int and 0 <= s for s in shape):
-            raise FormatError("bad shape")
-        numel = math.prod(shape)
-        storage, itemsize = _STORAGE[dtype]
-        if type(raw) is not str or numel > MAX_ELEMENTS:
-            raise FormatError("bad tensor data")
-        buffer = base64.b64decode(raw, validate=True)
-        if len(buffer) != numel * itemsize:
-            raise FormatError("tensor data does not match its shape")
-        array = np.frombuffer(buffer, dtype=storage).reshape(shape).copy()
-        if k == "ndarray" and dtype != "bfloat16":
-            return array
-        tensor = torch.from_numpy(array)
-        return tensor.to(torch.bfloat16) if dtype == "bfloat16" else tensor
+        return _decode_array(data, k)
     raise FormatError(f"bad value for {k!r}")
+
+
+def _decode_array(data: dict[str, Any], k: str) -> Any:
+    """A fresh numpy array (k "ndarray") or plain torch.Tensor (k "tensor") built from the raw bytes, after checking
+    that the dtype is one the format knows and that the bytes are exactly what the shape asks for. A bfloat16
+    array travels as float32 and comes back as a bfloat16 tensor (numpy has no bfloat16)."""
+    import numpy as np
+    import torch
+
+    dtype, shape, raw = data["dtype"], data["shape"], data["data"]
+    if type(dtype) is not str or dtype not in _STORAGE:
+        raise FormatError(f"unsupported dtype {dtype!r}")
+    if type(shape) is not list or len(shape) > 16 or not all(type(s) is int and 0 <= s for s in shape):
+        raise FormatError("bad shape")
+    numel = math.prod(shape)
+    storage, itemsize = _STORAGE[dtype]
+    if type(raw) is not str or numel > MAX_ELEMENTS:
+        raise FormatError("bad tensor data")
+    buffer = base64.b64decode(raw, validate=True)
+    if len(buffer) != numel * itemsize:
+        raise FormatError("tensor data does not match its shape")
+    array = np.frombuffer(buffer, dtype=storage).reshape(shape).copy()
+    if k == "ndarray" and dtype != "bfloat16":
+        return array
+    tensor = torch.from_numpy(array)
+    return tensor.to(torch.bfloat16) if dtype == "bfloat16" else tensor
 
 
 # ------------------------------------------------------------------------------------------------------

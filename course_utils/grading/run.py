@@ -96,15 +96,15 @@ class GraderError(Exception):
         self.step, self.fields, self.cause = step, fields, cause
 
 
-class _GraderStep:
-    """`with _GraderStep(N_("what it does {check}"), check=...):` around grader code that runs no learner code
+class GraderStep:
+    """`with GraderStep(N_("what it does {check}"), check=...):` around grader code that runs no learner code
     (generating inputs, writing a request, reading an answer): whatever it raises is the grader's failure, a
     GraderError, and never passes for something the learner's kernel did."""
 
     def __init__(self, step: str, **fields: object) -> None:
         self.step, self.fields = step, fields
 
-    def __enter__(self) -> _GraderStep:
+    def __enter__(self) -> GraderStep:
         return self
 
     def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> Literal[False]:
@@ -362,10 +362,11 @@ def _grader_cell(source: str) -> NotebookNode:
     return cell
 
 
-def _kernel_env(lang: str = "en", private: Path | None = None) -> dict[str, str]:
+def kernel_env(lang: str = "en", private: Path | None = None) -> dict[str, str]:
     """The kernel's environment: CPU only, deterministic, and the grader's language (COURSE_LANG, course_utils/i18n.py),
     so that what the notebook prints is in the language of the feedback. IPython's and matplotlib's folders are
-    in `private` (the submission's own folder): not the instructor's profile, and writable in the sandbox."""
+    in `private` (the submission's own folder): not the instructor's profile, and writable in the sandbox.
+    benchmarks/bench_grade.py starts its kernels with it too, to time them as the grader runs them."""
     env = dict(os.environ)
     if private is not None:
         for name, folder in (("IPYTHONDIR", "ipython"), ("MPLCONFIGDIR", "matplotlib"), ("XDG_CACHE_HOME", "cache")):
@@ -533,7 +534,7 @@ class _KernelSession:
             seconds=self.limits["cell_timeout"]
         )
         self.deadline = None  # graded calls have their own limit per call
-        with _GraderStep(N_("preparing the grader's set-up cell")):
+        with GraderStep(N_("preparing the grader's set-up cell")):
             setup = (
                 f"_course_grader = {{'__name__': 'course_grader_kernel'}}\n"
                 f"exec(compile({kernel_source()!r}, '<course grader>', 'exec'), _course_grader)\n"
@@ -541,8 +542,8 @@ class _KernelSession:
         await self.append_and_execute(setup)
         for number, (kind, graded, check) in enumerate(items):
             request_path, answer_path = self.iodir / f"request{number}.json", self.iodir / f"answer{number}.json"
-            with _GraderStep(N_("generating and sending the inputs of check {check}"), check=repr(graded.check)):
-                request_path.write_text(json.dumps(_request(kind, check, seed)), encoding="utf-8")
+            with GraderStep(N_("generating and sending the inputs of check {check}"), check=repr(graded.check)):
+                request_path.write_text(json.dumps(kernel_request(kind, check, seed)), encoding="utf-8")
                 source = (
                     f"_course_grader['call_learner_function'](globals(), {graded.function!r}, "
                     f"{str(request_path)!r}, {str(answer_path)!r})"
@@ -560,7 +561,7 @@ class _KernelSession:
                 self.run.timed_out[number] = self.call_timeout  # this item only: the next ones are judged
                 self.run.running = None
                 continue
-            with _GraderStep(N_("reading the kernel's answer for check {check}"), check=repr(graded.check)):
+            with GraderStep(N_("reading the kernel's answer for check {check}"), check=repr(graded.check)):
                 self.run.answers[number] = _read_answer(answer_path, self.client.grader_notes.get(index))
             self.run.running = None
 
@@ -573,7 +574,7 @@ class _KernelSession:
         try:
             async with self.client.async_setup_kernel(
                 cwd=str(self.workdir),
-                env=_kernel_env(i18n.language(), self.workdir.parent),
+                env=kernel_env(i18n.language(), self.workdir.parent),
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             ):
@@ -639,9 +640,13 @@ def _not_started(exc: BaseException) -> GraderError:
     return GraderError(N_("starting the kernel, before any of the notebook's code ran"), exc)
 
 
-def _request(kind: str, check: Any, seed: int) -> dict[str, Any]:
-    """The request for one graded item: its cases' arguments in the plain format (TypeError if the grader
-    cannot send one: a check whose inputs are not plain data is the grader's bug)."""
+def kernel_request(kind: str, check: Any, seed: int) -> dict[str, Any]:
+    """The request for one graded item, as JSON-ready data: what `kernel.call_learner_function` reads in the
+    kernel, then calls the learner's function with. Its cases' arguments are in the plain format (TypeError if
+    the grader cannot send one: a check whose inputs are not plain data is the grader's bug).
+
+    The batch writes one per item (`requestN.json`); the nbgrader assignments' test cells
+    (tools/nbgrader_assignments.py) and the tests build theirs with it too, so they call a check as the grader does."""
     if kind == "choice":
         return {"kind": "choice", "calls": [[]]}
     calls = []
@@ -871,25 +876,56 @@ def mark_grader_error(result: Result, exc: BaseException, step: str = N_("gradin
 
 
 def _grade_into(result: Result, path: Path, task: Task) -> None:
+    """Fill in `result` for the submission at `path`: read it, tell which exercise it is, run it in a kernel,
+    judge each graded item and sum up. A submission that cannot be graded (unreadable, not a notebook, not an
+    exercise this run grades) keeps its status and reason, and no kernel runs."""
+    nb = _read_submission(result, path)
+    if nb is None:
+        return
+    items = _exercise_items(result, nb, path, task)
+    if items is None:
+        return
+    _list_items(result, nb, items, task.solutions)
+    with GraderStep(N_("scanning the notebook for forbidden calls")):
+        static = _forbidden_in_source(nb, items)
+    run = _run_submission(nb, path, items, task)
+    result.cell_errors = run.cell_errors[:20]
+    _judge_items(result, run, items, static, task.seed)
+    result.total = float(sum(e.earned for e in result.items))
+    if run.stop:
+        result.update(status=run.stop.status, reason=run.stop.reason)
+    else:
+        late = run.timeouts + list(run.timed_out.values())
+        result.update(status="timeout" if late else "graded", reason=_finished_reason(result, run, late))
+
+
+def _read_submission(result: Result, path: Path) -> NotebookNode | None:
+    """The submitted notebook, its sha256 in `result`; None, with the row marked "invalid-notebook", when the
+    file cannot be read or is not a notebook the grader accepts (parse_notebook)."""
     try:
         raw = path.read_bytes()
     except OSError as exc:
         result.update(status="invalid-notebook", reason=_("cannot read the file: {error}").format(error=exc.strerror))
-        return
+        return None
     result.sha256 = hashlib.sha256(raw).hexdigest()
     try:
-        nb = parse_notebook(raw)
+        return parse_notebook(raw)
     except InvalidNotebook as exc:
         result.update(status="invalid-notebook", reason=str(exc))
-        return
-    exercise, how = identify_exercise(nb, path, task.known_exercises)
-    result.identified_by = how
+        return None
+
+
+def _exercise_items(result: Result, nb: NotebookNode, path: Path, task: Task) -> list[GradedItem] | None:
+    """The graded items of the exercise the notebook is (noted in `result`: its exercise and how it was told);
+    None, with the row marked "wrong-exercise", when it is none of the course's exercises or not the one this
+    run grades (`task.exercise`)."""
+    exercise, result.identified_by = identify_exercise(nb, path, task.known_exercises)
     if exercise is None:
         result.update(
             status="wrong-exercise",
             reason=_("cannot tell which exercise this is (no course metadata, and the file name names none)"),
         )
-        return
+        return None
     if not EXERCISE_ID.fullmatch(exercise):
         result.update(
             status="wrong-exercise",
@@ -897,7 +933,7 @@ def _grade_into(result: Result, path: Path, task: Task) -> None:
                 name=repr(exercise[:40])
             ),
         )
-        return
+        return None
     result.exercise = exercise
     wanted = task.exercise
     if wanted and exercise != wanted:
@@ -905,24 +941,32 @@ def _grade_into(result: Result, path: Path, task: Task) -> None:
             status="wrong-exercise",
             reason=_("this is {exercise}; this run grades {wanted}").format(exercise=exercise, wanted=wanted),
         )
-        return
+        return None
     items = load_registry(exercise)
     if items is None:
         result.update(
             status="wrong-exercise",
             reason=_("no graded checks are registered for {exercise}").format(exercise=repr(exercise)),
         )
-        return
+    return items
+
+
+def _list_items(result: Result, nb: NotebookNode, items: list[GradedItem], solutions: Solutions) -> None:
+    """What the row holds before any code runs: one not-graded ItemResult per graded item, the points there
+    are to earn, the free-text answers, and a review note when the learner started from the answer key."""
+    exercise = result.exercise
     result.max = float(sum(graded.points for _, graded, _ in items))
     result.items = [
         ItemResult(column_name(exercise, g.check), g.check, g.function, float(g.points)) for _, g, _ in items
     ]
-    result.free_text = free_text_answers(nb, exercise, task.solutions)
+    result.free_text = free_text_answers(nb, exercise, solutions)
     if _has_solution_markers(nb):  # the generator strips them: the learner started from the answer key
         result.review_notes = ["solution-markers"]
-    with _GraderStep(N_("scanning the notebook for forbidden calls")):
-        static = _forbidden_in_source(nb, items)
 
+
+def _run_submission(nb: NotebookNode, path: Path, items: list[GradedItem], task: Task) -> KernelRun:
+    """Run the notebook, then its graded calls, in a kernel of its own (in the sandbox when `task.sandbox`),
+    on a private copy of the submission in a temporary folder that is removed afterwards."""
     root = Path(tempfile.mkdtemp(prefix="course-grade-"))
     try:
         workdir, iodir = root / "work", root / "io"
@@ -930,48 +974,58 @@ def _grade_into(result: Result, path: Path, task: Task) -> None:
         _copy_submission(path, workdir, task.copy_folder)
         limits = {"timeout": task.timeout, "cell_timeout": task.cell_timeout}
         sandbox = Sandbox(root, hidden=task.hidden) if task.sandbox else None
-        run = _in_thread(_run_in_kernel(nb, workdir, iodir, items, task.seed, limits, sandbox))
+        return _in_thread(_run_in_kernel(nb, workdir, iodir, items, task.seed, limits, sandbox))
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
-    result.cell_errors = run.cell_errors[:20]
+
+def _judge_items(
+    result: Result, run: KernelRun, items: list[GradedItem], static: dict[int, list[str]], seed: int
+) -> None:
+    """Each item's verdict and points: judged from the kernel's answer (`static`: the forbidden calls found in
+    the notebook's source), or an error or not-graded verdict for an item the kernel gave no answer to."""
     for number, (kind, graded, check) in enumerate(items):
         entry = result.items[number]
         answer = run.answers.get(number)
-        if number in run.timed_out:
-            why = run.timed_out[number]
-            entry.update(status="error", text=_("❌ {column}: {why}.").format(column=entry.column, why=why))
+        if number in run.timed_out or answer is None:
+            _mark_unanswered(entry, number, run)
             continue
-        if answer is None:
-            why = run.stop.reason if run.stop else _("not reached")
-            if number == run.running:
-                entry.update(status="error", text=_("❌ {column}: {why}.").format(column=entry.column, why=why))
-            else:
-                text = _("⏹ {column}: not graded ({why}).").format(column=entry.column, why=why)
-                entry.update(status="not-graded", text=text)
-            continue
-        with _GraderStep(N_("judging check {check}"), check=repr(graded.check)):
-            report = judge(kind, graded, check, answer, task.seed, forbidden=static.get(number, []))
+        with GraderStep(N_("judging check {check}"), check=repr(graded.check)):
+            report = judge(kind, graded, check, answer, seed, forbidden=static.get(number, []))
         entry.update(status=report.status, earned=float(graded.points) if report.passed else 0.0, text=report.text())
         entry.update(forbidden=list(report.forbidden), review=list(report.review), unlisted=list(report.unlisted))
-    result.total = float(sum(e.earned for e in result.items))
-    if run.stop:
-        result.update(status=run.stop.status, reason=run.stop.reason)
+
+
+def _mark_unanswered(entry: ItemResult, number: int, run: KernelRun) -> None:
+    """The verdict on item `number`, which has no answer to judge: an error when its own call ran past its limit
+    or was running when the kernel stopped; "not graded" when the kernel never reached it."""
+    if number in run.timed_out:
+        why = run.timed_out[number]
+        entry.update(status="error", text=_("❌ {column}: {why}.").format(column=entry.column, why=why))
+        return
+    why = run.stop.reason if run.stop else _("not reached")
+    if number == run.running:
+        entry.update(status="error", text=_("❌ {column}: {why}.").format(column=entry.column, why=why))
     else:
-        late = run.timeouts + list(run.timed_out.values())
-        result.status = "timeout" if late else "graded"
-        failing = [e.column for e in result.items if e.earned < e.points]
-        notes = [_("{what} (interrupted; the rest was graded)").format(what=why) for why in late]
-        if failing:
-            notes.append(_("lost points on {checks}").format(checks=", ".join(failing)))
-        calls = [f"{e.column} ({', '.join(e.forbidden)})" for e in result.items if e.forbidden]
-        if calls:
-            notes.append(_("forbidden calls in {checks}").format(checks=", ".join(calls)))
-        if run.cell_errors:
-            notes.append(_("{n} cell(s) raised errors").format(n=len(run.cell_errors)))
-        if run.printed > 10 * STREAM_LIMIT:
-            notes.append(_("printed {n:,} characters (truncated)").format(n=run.printed))
-        result.reason = "; ".join(notes) or _("all checks passed")
+        text = _("⏹ {column}: not graded ({why}).").format(column=entry.column, why=why)
+        entry.update(status="not-graded", text=text)
+
+
+def _finished_reason(result: Result, run: KernelRun, late: list[str]) -> str:
+    """The reason column of a row whose kernel ran to the end: what was interrupted (`late`), where points were
+    lost, the forbidden calls, the cells that raised, output that was cut; or that all checks passed."""
+    failing = [e.column for e in result.items if e.earned < e.points]
+    notes = [_("{what} (interrupted; the rest was graded)").format(what=why) for why in late]
+    if failing:
+        notes.append(_("lost points on {checks}").format(checks=", ".join(failing)))
+    calls = [f"{e.column} ({', '.join(e.forbidden)})" for e in result.items if e.forbidden]
+    if calls:
+        notes.append(_("forbidden calls in {checks}").format(checks=", ".join(calls)))
+    if run.cell_errors:
+        notes.append(_("{n} cell(s) raised errors").format(n=len(run.cell_errors)))
+    if run.printed > 10 * STREAM_LIMIT:
+        notes.append(_("printed {n:,} characters (truncated)").format(n=run.printed))
+    return "; ".join(notes) or _("all checks passed")
 
 
 def _has_solution_markers(nb: NotebookNode) -> bool:

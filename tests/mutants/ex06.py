@@ -191,14 +191,19 @@ def _attention(
         v = rms(v)
     logits = q @ k.transpose(-2, -1) / scale(d_head)
     allowed = torch.ones(T, T, dtype=torch.bool).tril()
-    if causal == "mask_logits":
-        weights = logits.masked_fill(~allowed, float("-inf")).softmax(dim=softmax_dim)
-    elif causal == "mask_after_softmax":
-        weights = logits.softmax(dim=-1) * allowed
-    else:
-        weights = logits.softmax(dim=softmax_dim)
+    weights = _causal_softmax(logits, allowed, causal, softmax_dim)
     y = (weights @ v).transpose(1, 2).reshape(B, T, D)
     return y @ params["o_proj.weight"].T
+
+
+def _causal_softmax(logits, allowed, causal, softmax_dim):
+    """The attention weights: the future masked out of the logits before the softmax ("mask_logits", the
+    solution's way), the softmax's output masked ("mask_after_softmax": rows no longer sum to 1), or no mask."""
+    if causal == "mask_logits":
+        return logits.masked_fill(~allowed, float("-inf")).softmax(dim=softmax_dim)
+    if causal == "mask_after_softmax":
+        return logits.softmax(dim=-1) * allowed
+    return logits.softmax(dim=softmax_dim)
 
 
 def attention_norm_after_rope(x, params, n_head):

@@ -37,7 +37,7 @@ import torch
 from course_utils.checks import all_exercises
 from course_utils.grading import kernel
 from course_utils.grading.judge import judge
-from course_utils.grading.run import _request
+from course_utils.grading.run import kernel_request
 
 from . import CORRECT, MUTANTS, describe
 
@@ -160,7 +160,7 @@ def _memoized(mistake):
 def _request_text(name: str, seed: int) -> str:
     """The request the grader sends for this function at this seed (the same for every submission)."""
     item = FUNCTION_ITEMS[name]
-    return json.dumps(_request(item.kind, item.check, seed))
+    return json.dumps(kernel_request(item.kind, item.check, seed))
 
 
 def grader_report(name, fn, seed, tmp_path):
@@ -276,7 +276,7 @@ def assert_global_random_state_untouched(name, tmp_path):
                 FUNCTION_ITEMS[name].check.evaluate(fn, seed)
                 item = FUNCTION_ITEMS[name]
                 request, answer = tmp_path / "request.json", tmp_path / "answer.json"
-                request.write_text(json.dumps(_request(item.kind, item.check, seed)), encoding="utf-8")
+                request.write_text(json.dumps(kernel_request(item.kind, item.check, seed)), encoding="utf-8")
                 kernel.call_learner_function({"f": fn}, "f", str(request), str(answer))
                 judge(item.kind, item.graded, item.check, json.loads(answer.read_text(encoding="utf-8")), seed)
             assert torch.equal(torch.get_rng_state(), before), f"{name}: a check changed torch's global random state"
