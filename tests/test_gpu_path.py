@@ -1,5 +1,6 @@
 """The GPU preset's code path, run on the CPU: mixed precision (bf16 autocast; fp16 with a gradient scaler on a GPU
-without bf16), the sweep's GPU branch, and chapters 05 and 06 under a preset other than the stored one.
+without bf16), and chapters 05 and 06 under a preset other than the stored one. The sweep's GPU branch and the presets
+are tested with the rest of course_utils.experiments, in test_experiments.py.
 
 No GPU takes part in `make test`. What would break on one is mostly code that only runs there: the autocast, the
 precision choice, the sequential sweep, and the notebooks' cells that handle another preset (claims shown as
@@ -16,10 +17,9 @@ import sys
 import pytest
 import torch
 
-from course_utils import run_cache, training
+from course_utils import training
 from course_utils.callbacks import Callback
 from course_utils.data import Corpus
-from course_utils.experiments import PRESETS, resolve_preset, stability_sweep
 from course_utils.model import GPTConfig, TinyGPT
 from course_utils.training import TrainConfig, amp_dtype, autocast, precision, train
 
@@ -93,32 +93,6 @@ def test_fp16_training_scales_the_loss_and_shows_the_callback_true_gradients(mon
     _, plain = tiny_run(amp=False)
     # unscaled before the callback: the same size as float32's gradients, not 65536 times larger
     assert all(0.5 < a / b < 2 for a, b in zip(seen["grad_norms"], plain["grad_norms"]))
-
-
-def test_the_smoke_preset_is_the_gpu_preset_at_a_tiny_size_on_the_cpu():
-    smoke, gpu = PRESETS["smoke"], PRESETS["gpu"]
-    assert smoke.device == "cpu" and smoke.train["amp"] and smoke.lrs == gpu.lrs
-    assert smoke.train["record_every"] == gpu.train["record_every"] and smoke.model["d_model"] < 64
-
-
-def test_course_preset_overrides_auto(monkeypatch):
-    monkeypatch.setenv("COURSE_PRESET", "smoke")
-    assert resolve_preset("auto").name == "smoke" and resolve_preset("quick").name == "quick"
-    monkeypatch.setenv("COURSE_PRESET", "nonsense")
-    with pytest.raises(ValueError):
-        resolve_preset("auto")
-
-
-def test_the_sweep_takes_the_gpu_branch_with_mixed_precision(monkeypatch):
-    """One process, one run after another, no run cache: the branch stability_sweep takes on a GPU."""
-    monkeypatch.delenv(run_cache.ENV, raising=False)
-    result = stability_sweep([0.01, 0.3], variants=("baseline", "qk_norm"), preset="smoke", steps=20, progress=False)
-    assert result.device == "cpu" and len(result) == 4 and result.preset.name == "smoke"
-    for r in result:
-        assert math.isfinite(r.initial_loss) and r.probe_steps == [0, 19] and len(r.output_rms["FC2"]) == 2
-        for logit, bound in zip(r.max_logit, r.qk_bound):
-            assert logit <= bound * 1.03  # the slack chapter 05 allows for bf16's rounding of q and k
-    assert [len(r.qk_bound) for r in result] == [0, 0, 2, 2]
 
 
 EXECUTE = """

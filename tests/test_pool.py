@@ -1,5 +1,5 @@
 """course_utils.pool: how many worker processes a sweep starts (the records themselves do not depend on it:
-tests/test_recipes.py trains the same runs in one process and in two)."""
+tests/test_experiments.py trains the same runs in one process and in two)."""
 
 import pytest
 

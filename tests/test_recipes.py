@@ -1,4 +1,5 @@
-"""Chapter 06's core: the recipes of real models, the switches they need, and the sweep's new probes."""
+"""Chapter 06's core: the recipes of real models and the switches they need. The sweep's new variants, probes
+and parallel workers are tested in test_experiments.py."""
 
 import dataclasses
 import itertools
@@ -307,56 +308,8 @@ def test_qk_norm_switched_on_mid_run_matches_the_baseline_before_the_switch():
 
 
 # ----------------------------------------------------------------------------------------------------
-# the sweep: recipes and extra variants as names, output RMS probes, parallel workers
+# RoPE and a gainless RMSNorm commute; the parameter count with the new switches
 # ----------------------------------------------------------------------------------------------------
-def test_a_variant_sets_model_and_training_switches():
-    def switches(variant):
-        model_cfg, train_cfg, _ = experiments.build_run("quick", variant, 0.1)
-        return model_cfg.qk_norm, train_cfg.z_loss, train_cfg.qk_norm_from
-
-    assert switches("baseline") == (None, 0.0, None)
-    assert switches("z_loss") == (None, 1e-4, None)
-    assert switches("late_qk_norm") == ("head", 0.0, 0.5)
-    assert switches("olmo2") == ("full", 1e-5, None)
-    assert set(experiments.VARIANTS) == {"baseline", "qk_norm", "softcap", "qk_norm+softcap"}  # chapter 05's four
-    variants = {**experiments.VARIANTS, **experiments.EXTRA_VARIANTS, **recipes.RECIPES}
-    assert all(isinstance(v, recipes.Recipe) and v.name == name for name, v in variants.items())
-    assert experiments.variant_recipe("late_qk_norm") is experiments.EXTRA_VARIANTS["late_qk_norm"]
-    with pytest.raises(ValueError, match="variant must be one of"):
-        experiments.build_run("quick", "gemma4", 0.1)
-
-
-def test_output_rms_probe_reads_each_linear_layer():
-    result = experiments.stability_sweep([1e-2], ["llama3"], steps=11, progress=False)
-    record = result[0]
-    assert record.probe_steps == [0, 10] and set(record.output_rms) == {"QKV", "Proj", "FC1", "FC2"}
-    assert all(len(v) == 2 and all(math.isfinite(x) and x > 0 for x in v) for v in record.output_rms.values())
-    # at step 0 the weights are the initial ones: recompute FC1's RMS for the first batch by hand
-    model_cfg, train_cfg, corpus = experiments.build_run("quick", "llama3", 1e-2, steps=11)
-    torch.manual_seed(0)
-    model = TinyGPT(model_cfg)
-    x, _ = corpus.batch("train", train_cfg.batch_size, train_cfg.block_size, torch.Generator().manual_seed(0))
-    outs = []
-    for block in model.blocks:
-        block.mlp.up.register_forward_hook(lambda m, i, o: outs.append(o.pow(2).mean().sqrt().item()))
-    model(x)
-    assert record.output_rms["FC1"][0] == pytest.approx(max(outs), rel=1e-5)
-
-
-def test_parallel_workers_give_the_same_records_as_one_process():
-    kw = dict(lrs=[1e-2, 0.3], variants=["gemma3", "z_loss"], steps=12, progress=False)
-    one = experiments.stability_sweep(**kw)
-    two = experiments.stability_sweep(**kw, workers=2)
-    for a, b in zip(one, two):
-        assert (a.variant, a.lr, a.losses, a.final_loss, a.output_rms) == (
-            b.variant,
-            b.lr,
-            b.losses,
-            b.final_loss,
-            b.output_rms,
-        )
-
-
 def test_rope_and_gainless_rmsnorm_commute_but_a_gain_breaks_it():
     """The digest's reason for normalizing before RoPE ("it destroys position information") is wrong: RoPE
     keeps each head vector's norm, so without a gain the order does not matter. A per-channel gain does."""
