@@ -7,7 +7,7 @@ buttons, a widget's labels, a figure's title, the grader's feedback) is written 
     print(_("✅ Right: {why}").format(why=why))
 
 `_()` looks the English up in the gettext catalog of the current language
-(`course_utils/locale/ja/LC_MESSAGES/{course_utils,checks}.po`, compiled to the `.mo` files next to them) and
+(`course_utils/locale/ja/LC_MESSAGES/{course_utils,checks,questions}.po`, compiled to the `.mo` files next to them) and
 returns it unchanged when there is no translation. Call it where the text is shown, not at import time, so the
 language can differ between a check and the next one (the grader switches it per feedback file); text stored in
 data at import time is marked with `N_()` (for the catalog) and translated with `_()` where it is shown.
@@ -50,8 +50,9 @@ __all__ = [
 ]
 
 LANGUAGES = ("en", "ja")
-# one catalog per part of the package: the checks' hints (course_utils/checks/) and everything else
-DOMAINS = ("course_utils", "checks")
+# one catalog per part of the package: the exercises' checks and hints (course_utils/checks/), the chapters' check
+# questions (course_utils/questions/) and everything else
+DOMAINS = ("course_utils", "checks", "questions")
 LOCALE_DIR = Path(__file__).resolve().parent / "locale"
 MARKER = ".course_lang"
 NOTEBOOK_ENV = "COURSE_NOTEBOOK_LANG"

@@ -1,6 +1,8 @@
 """Check questions at the end of each chapter: multiple choice with an explanation for every option.
 
-`show_quiz(questions)` displays each question once, as one output with two renderings of it (one mimebundle):
+`show_quiz("ch01")` shows chapter 01's questions (course_utils/questions/ch01.py) in the current language, and
+`show_quiz([MultipleChoice(...), ...])` shows any others. It displays each question once, as one output with two
+renderings of it (one mimebundle):
 
 * **live** (JupyterLab with a running kernel): the widget, which shows the question, its options as radio
   buttons and a "Check" button; the answer and the reason for the chosen option appear only after Check;
@@ -18,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from .checks import MultipleChoice
 from .i18n import _
+from .questions import chapter_questions
 
 if TYPE_CHECKING:
     import ipywidgets
@@ -85,9 +88,14 @@ def question_bundle(number: int, q: MultipleChoice) -> dict[str, Any]:
     return bundle
 
 
-def show_quiz(questions: Iterable[MultipleChoice]) -> None:
-    """Display each question once: a widget in a live session, Markdown with the answer folded everywhere else."""
+def show_quiz(questions: str | Iterable[MultipleChoice]) -> None:
+    """Display each question once: a widget in a live session, Markdown with the answer folded everywhere else.
+
+    `show_quiz("ch01")` shows chapter 01's questions (course_utils/questions/ch01.py), in the current language;
+    a list of `MultipleChoice` shows those (an instructor's own questions, written in a notebook)."""
     from IPython.display import display
 
+    if isinstance(questions, str):
+        questions = chapter_questions(questions)
     for i, q in enumerate(questions, 1):
         display(question_bundle(i, q), raw=True)

@@ -447,21 +447,10 @@ def test_registry_points_at_the_solution_functions():
 # chapter 03's check questions: the numbers in their options are what the code computes
 # ----------------------------------------------------------------------------------------------------
 def chapter_quiz():
-    import ast
+    """{id: (prompt, choices, answer)} of chapter 03's questions, in English (course_utils/questions/ch03.py)."""
+    from course_utils.questions import chapter_questions
 
-    import nbformat
-
-    from conftest import ROOT
-
-    nb = nbformat.read(ROOT / "chapters" / "03_batchnorm_vs_layernorm.ipynb", as_version=4)
-    found = {}
-    for cell in nb.cells:
-        if cell.cell_type == "code" and "MultipleChoice(" in cell.source:
-            for node in ast.walk(ast.parse(cell.source)):
-                if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "MultipleChoice":
-                    qid, prompt, choices, answer = (ast.literal_eval(a) for a in node.args[:4])
-                    found[qid] = (prompt, choices, answer)
-    return found
+    return {q.id: (q.prompt, q.choices, q.answer) for q in chapter_questions("ch03")}
 
 
 def test_chapter_quiz_numbers_are_computed():

@@ -77,6 +77,29 @@ def test_a_chapter_asks_for_predictions_and_ends_with_its_takeaways(path):
     assert len(cells) - takeaways[0] <= 4, "the takeaways close the chapter (only the quiz and the links may follow)"
 
 
+# Where a chapter's figure is drawn (docs/architecture.md, "Where a figure is drawn"): in the notebook only where the
+# learner is meant to read or change the drawing code; every other figure comes from the chapter's figure module,
+# called with the numbers the cell computed. These are the cells that draw inline, and why.
+INLINE_FIGURES = {
+    "ch00-09": "the welcome's live figure: the pattern a learner copies to draw with a slider",
+    "ch01-30a": "the course's first measured figure: chapter 01 does everything by hand, the plotting too",
+    "ch02-32": "chapter 02's one measured figure, by hand like chapter 01's: one axes, one loop",
+}
+DRAWS_A_FIGURE = re.compile(r"\bplt\.(?:subplots|figure|subplot|plot|semilogy)\(|\.add_subplot\(")
+MAX_INLINE_FIGURE_LINES = 30
+
+
+def test_a_chapter_draws_inline_only_the_figures_the_rule_keeps_there():
+    inline = {}
+    for path in sorted((ROOT / "chapters").glob("*.ipynb")):
+        for cell in nbtools.read(path).cells:
+            if cell.cell_type == "code" and DRAWS_A_FIGURE.search(cell.source):
+                inline[cell.id] = len(cell.source.splitlines())
+    assert set(inline) == set(INLINE_FIGURES), "draw the others with a function of the chapter's figure module"
+    too_long = {cid: n for cid, n in inline.items() if n > MAX_INLINE_FIGURE_LINES}
+    assert not too_long, f"an inline figure a learner can read in one look: at most {MAX_INLINE_FIGURE_LINES} lines"
+
+
 def nbval(paths, cwd):
     cmd = [
         sys.executable,

@@ -1,9 +1,14 @@
-"""The course's colours come from one place, course_utils/palette.py, and they are Okabe & Ito's eight."""
+"""The course's colours come from one place, course_utils/palette.py, and they are Okabe & Ito's eight: the
+modules and the notebooks' code name them (palette.BLUE) instead of writing their hex codes."""
 
 import re
 from pathlib import Path
 
-from course_utils import palette
+import pytest
+
+from course_utils import nbtools, palette
+
+from conftest import ROOT
 
 COURSE_UTILS = Path(palette.__file__).parent
 
@@ -43,3 +48,16 @@ def test_the_scan_finds_an_okabe_ito_colour_however_it_is_cased_and_no_other():
     assert HEX_CODE.search('ax.plot(x, color="#d55e00")')
     assert not HEX_CODE.search('ax.plot(x, color="#999999")')
 
+
+@pytest.mark.parametrize("folder", ["chapters", "solutions"])
+def test_no_notebook_writes_an_okabe_ito_colour_as_hex(folder):
+    """The notebooks' code imports the names too (ja/ and exercises/ are generated from these)."""
+    hard_coded = [
+        f"{path.name} cell {cell.get('id')}: {line.strip()}"
+        for path in sorted((ROOT / folder).glob("*.ipynb"))
+        for cell in nbtools.read(path).cells
+        if cell.cell_type == "code"
+        for line in cell.source.splitlines()
+        if HEX_CODE.search(line)
+    ]
+    assert not hard_coded, "use the names of course_utils/palette.py instead:\n" + "\n".join(hard_coded)

@@ -2,13 +2,13 @@
 
 A quiz whose right answer is the longest option can be passed without reading the chapter (in the first
 version of the course, 20 of the 23 chapter questions were such). These tests read every question the
-course asks: the chapters' end-of-chapter questions (parsed from the notebooks' code, without running it)
-and the exercises' graded questions (the MultipleChoice objects in course_utils.checks).
+course asks: the chapters' end-of-chapter questions (course_utils/questions/chNN.py, which each chapter shows
+with `show_quiz("chNN")`) and the exercises' graded questions (the MultipleChoice objects in course_utils.checks).
 """
 
-import ast
 import importlib
 import pkgutil
+import re
 from collections import Counter
 
 import nbformat
@@ -16,26 +16,13 @@ import pytest
 
 import course_utils.checks
 from course_utils.checks import MultipleChoice
+from course_utils.questions import chapter_questions
 
 from conftest import ROOT
 
 MAX_SHARE_LONGEST = 0.40  # the right answer may be the longest option in at most this share of questions
 MAX_SHARE_PER_RANK = 0.40  # nor may any one length rank (longest, second longest, ...) hold it more often
 MIN_REASON_CHARS = 40  # a reason that teaches is a sentence, not "wrong" or "no"
-
-
-def chapter_questions(path):
-    """The MultipleChoice(...) calls in a notebook's code cells, built from their literal arguments."""
-    questions = []
-    for cell in nbformat.read(path, as_version=4).cells:
-        if cell.cell_type != "code" or "MultipleChoice(" not in cell.source:
-            continue
-        for node in ast.walk(ast.parse(cell.source)):
-            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "MultipleChoice":
-                args = [ast.literal_eval(a) for a in node.args]
-                kwargs = {k.arg: ast.literal_eval(k.value) for k in node.keywords}
-                questions.append(MultipleChoice(*args, **kwargs))
-    return questions
 
 
 def exercise_questions():
@@ -51,11 +38,33 @@ def exercise_questions():
 
 
 CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
-CHAPTER_QUESTIONS = {p.stem: chapter_questions(p) for p in CHAPTERS}
+QUIZ_CALL = re.compile(r'^show_quiz\("(ch\d\d)"\)$', re.M)
+
+
+def quiz_calls(path) -> list[str]:
+    """The chapters a notebook's `show_quiz("chNN")` calls show, in order."""
+    cells = nbformat.read(path, as_version=4).cells
+    return [m for c in cells if c.cell_type == "code" for m in QUIZ_CALL.findall(c.source)]
+
+
+CHAPTER_QUESTIONS = {p.stem: [q for ch in quiz_calls(p) for q in chapter_questions(ch)] for p in CHAPTERS}
 ALL = [q for qs in CHAPTER_QUESTIONS.values() for q in qs] + exercise_questions()
 
 
-def test_the_parser_finds_the_questions():
+def test_every_chapter_shows_its_own_questions_once():
+    """Chapter NN's notebook ends with `show_quiz("chNN")`, and every question's id names its chapter."""
+    for path in CHAPTERS[1:]:  # the welcome asks none
+        chapter = f"ch{path.name[:2]}"
+        assert quiz_calls(path) == [chapter], f"{path.name}: show_quiz({chapter!r}) once"
+        assert all(q.id.startswith(f"{chapter}.") for q in chapter_questions(chapter))
+    assert quiz_calls(CHAPTERS[0]) == []
+    with pytest.raises(ValueError, match="ch01"):
+        chapter_questions("1")
+    with pytest.raises(ValueError, match="no check questions"):
+        chapter_questions("ch99")
+
+
+def test_every_question_is_found():
     chapters_with_quiz = [name for name, qs in CHAPTER_QUESTIONS.items() if qs]
     assert len(chapters_with_quiz) >= len(CHAPTERS) - 1  # every chapter but the welcome asks questions
     assert sum(map(len, CHAPTER_QUESTIONS.values())) >= 20
@@ -141,7 +150,7 @@ def test_a_question_is_one_output_with_a_live_and_a_static_rendering():
     assert bundle["text/markdown"].startswith("**Question 3.**") and "<details>" in bundle["text/markdown"]
     assert bundle["text/plain"].startswith("[Answer box for question 3")
 
-    from ipywidgets.widgets.widget import _instances  # ipywidgets 8's registry of live widgets, by model id
+    from ipywidgets.widgets.widget import _instances  # noqa: PLC2701 (ipywidgets 8's live widgets by model id: no public API)
 
     box = _instances[bundle[WIDGET_VIEW]["model_id"]]
     prompt, radio, (button, result) = box.children[0], box.children[1], box.children[2].children

@@ -1,11 +1,12 @@
 """The message catalogs of `course_utils` (issue 15): every learner-facing sentence the package shows, in Japanese.
 
-    python tools/catalog.py            # extract + update + compile both domains
+    python tools/catalog.py            # extract + update + compile every domain
     python tools/catalog.py --check    # exit 1 when a catalog is out of date (what `make test` runs)
     python tools/catalog.py --domain checks    # one domain only (with or without --check)
 
-Two gettext domains (course_utils/i18n.py chains them): `checks` holds the strings of course_utils/checks/*.py (the
-exercises' verdicts and hints), `course_utils` those of every other course_utils/**/*.py. For each domain:
+Three gettext domains (course_utils/i18n.py chains them): `checks` holds the strings of course_utils/checks/*.py (the
+exercises' verdicts, hints and questions), `questions` those of course_utils/questions/*.py (the chapters' check
+questions), `course_utils` those of every other course_utils/**/*.py. For each domain:
 
 1. extract: the English of every `_("...")`, `N_("...")` and `ngettext("...", "...", n)` in its files, the same as
    `pybabel extract --no-location --sort-output -k _ -k N_ -k ngettext:1,2`;
@@ -36,7 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "course_utils"
 LOCALE_DIR = PACKAGE / "locale"
 LANGUAGES = ("ja",)  # English is the source: its "translation" is the msgid itself
-DOMAINS = ("course_utils", "checks")
+DOMAINS = ("course_utils", "checks", "questions")
 KEYWORDS = {**DEFAULT_KEYWORDS, "_": None, "N_": None, "ngettext": (1, 2)}
 PROJECT = "course_utils"
 # `_(f"...")`: an f-string's text is not a msgid, so it would never be translated
@@ -45,11 +46,15 @@ F_STRING_CALL = re.compile(r"""(?<![\w.])(?:_|N_|ngettext)\(\s*[rRbB]?[fF][rR]?[
 
 def sources(domain: str) -> list[Path]:
     """The Python files whose strings belong to `domain`, sorted."""
-    checks = PACKAGE / "checks"
-    if domain == "checks":
-        return sorted(checks.glob("*.py"))
+    own = {name: PACKAGE / name for name in ("checks", "questions")}  # the subpackages with a domain of their own
+    if domain in own:
+        return sorted(own[domain].glob("*.py"))
     if domain == "course_utils":
-        return sorted(p for p in PACKAGE.rglob("*.py") if checks not in p.parents and "locale" not in p.parts)
+        return sorted(
+            p
+            for p in PACKAGE.rglob("*.py")
+            if not any(folder in p.parents for folder in own.values()) and "locale" not in p.parts
+        )
     raise ValueError(f"unknown domain {domain!r}: choose one of {', '.join(DOMAINS)}")
 
 
@@ -214,7 +219,7 @@ def problems(domain: str, lang: str = "ja") -> list[str]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 when a catalog is out of date")
-    parser.add_argument("--domain", choices=DOMAINS, action="append", help="only this domain (default: both)")
+    parser.add_argument("--domain", choices=DOMAINS, action="append", help="only this domain (default: all)")
     args = parser.parse_args(argv)
     domains = args.domain or list(DOMAINS)
     if args.check:

@@ -11,12 +11,13 @@ The report's own text (what the grader's feedback shows) says the same in its wo
     ❌ ex01.variance: the chosen answer is not the right one
        Hint: They differ by the factor n/(n-1): compute both for [4, 6, 2, 8] ...
 
-The chapters' end-of-chapter questions (course_utils.quiz) are MultipleChoice objects too.
+The chapters' end-of-chapter questions (course_utils/questions/chNN.py, shown by course_utils.quiz) are
+MultipleChoice objects too.
 
-A question's texts are English, marked with `N_` where an exercise defines them; `prompt_text()`,
+A question's texts are English, marked with `N_` where an exercise or a chapter defines them; `prompt_text()`,
 `choice_texts()`, `explanation_text()` and `grade()` give them in the current language (course_utils.i18n),
-and the verdict is translated where it is printed. A chapter's question written in a notebook (in either
-language) is not in the catalog and is shown as written.
+and the verdict is translated where it is printed. A question written in a notebook (an instructor's own) is not
+in the catalog and is shown as written.
 """
 
 from __future__ import annotations
@@ -37,10 +38,10 @@ class MultipleChoice:
 
     id: str  # "exNN.topic" in an exercise: the prefix names the exercise that asks it
     prompt: str
-    choices: dict  # letter -> text
+    choices: dict[str, str]  # letter -> text
     answer: str
     explanation: str
-    wrong_hints: dict = field(default_factory=dict)
+    wrong_hints: dict[str, str] = field(default_factory=dict)
 
     def prompt_text(self) -> str:
         """The question, in the current language."""
