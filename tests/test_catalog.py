@@ -91,7 +91,7 @@ def test_translations_keep_placeholders_numbers_code_and_symbols(domain):
         if Counter(CODE.findall(en)) != Counter(CODE.findall(ja)):
             problems.append(f"{en!r}: inline code {CODE.findall(en)} became {CODE.findall(ja)}")
         for symbol in SYMBOLS:
-            if en.count(symbol) != ja.count(symbol):
+            if symbol_count(en, symbol) != ja.count(symbol):
                 problems.append(f"{en!r}: {symbol!r} appears {en.count(symbol)} times, {ja.count(symbol)} in {ja!r}")
         start_en, start_ja = MARKDOWN_START.match(en), MARKDOWN_START.match(ja)
         if (start_en and start_en.group(1)) != (start_ja and start_ja.group(1)):
@@ -101,12 +101,19 @@ def test_translations_keep_placeholders_numbers_code_and_symbols(domain):
     assert problems == []
 
 
+def symbol_count(en: str, symbol: str) -> int:
+    """How often the Japanese must show `symbol`: as often as the English does, and an English "epsilon" is an ε
+    there too (machine epsilon is マシンε, as chapter 02 writes it; the glossary keeps no katakana for it)."""
+    return en.count(symbol) + (en.count("epsilon") if symbol == "ε" else 0)
+
+
 def test_placeholder_check_can_fail():
     """The comparisons above catch a lost placeholder, a changed number and a translated code span."""
     en, ja = "`{function}` did not return within {seconds} s after 2 calls", "{function} が 3 回で返りませんでした"
     assert Counter(PLACEHOLDER.findall(en)) != Counter(PLACEHOLDER.findall(ja))
     assert Counter(NUMBER.findall(PLACEHOLDER.sub(" ", en))) != Counter(NUMBER.findall(PLACEHOLDER.sub(" ", ja)))
     assert Counter(CODE.findall(en)) != Counter(CODE.findall(ja))
+    assert symbol_count("ε is the machine epsilon", "ε") == 2 and symbol_count("no symbol here", "ε") == 0
 
 
 def _glossary():

@@ -51,7 +51,8 @@ CODE = {  # Python's values and the short names of maths and tensor methods that
     *"True False None nan inf NaN".split(),
     *"mean std var max min sum sqrt rsqrt log ln exp cos tanh pow mul add sub div abs".split(),
     *"eps atol rtol dtype cpu cuda gamma beta torch x params tril triu autocast os en ja cap".split(),
-    *"return def lambda import".split(),  # Python keywords, in a hint that shows a line of code
+    *"return def lambda import assert".split(),  # Python keywords, in a hint that shows a line of code
+    *"lr wd pp".split(),  # the letters of formulas in the check questions: (1 − lr·wd), diag(p) − ppᵀ
     *"BEGIN END SOLUTION wrong-exercise".split(),  # the answer key's markers, a gradebook's status value
 }
 PHRASES = [p for p in GLOSSARY["keep_english"] if " " in p] + ["multi-query attention"]
